@@ -1,0 +1,1 @@
+"""Post-hoc aggregation of InstructEval results (import name ``instructeval_aggregation``)."""

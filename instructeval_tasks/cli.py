@@ -1,0 +1,56 @@
+"""The ``instructeval`` command: one entry point, one sub-command per job.
+
+Each sub-command lives in its own module exposing ``register(subparsers)``, which adds its parser
+and sets ``func`` to the function that runs it; modules are imported only when listed here, and
+heavy imports (torch, the harness) happen inside the command functions, so ``--help`` is fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# (module, attribute) of each sub-command's ``register`` function, in help order.
+SUBCOMMANDS = (
+    "instructeval_tasks.commands.tasks_dir",
+    "instructeval_tasks.commands.prompt",
+    "instructeval_tasks.commands.prepare_model",
+    "instructeval_tasks.commands.run",
+    "instructeval_tasks.commands.banks",
+    "instructeval_tasks.commands.aggregate",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="instructeval",
+        description="InstructEval for lm-evaluation-harness: instructions, demos, perturbations, sensitivity.",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module_name in SUBCOMMANDS:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as err:
+            if err.name == module_name:  # a sub-command not present in this build
+                continue
+            raise
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Sub-commands of the ``instructeval`` CLI, one module each."""

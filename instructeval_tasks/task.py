@@ -1,0 +1,199 @@
+"""``InstructEvalTask``: the harness task class behind every ``instructeval_*`` YAML.
+
+It reads the InstructEval keys of the task metadata (``options.TaskOptions``), then:
+
+- loads the data (HF hub by default, local JSONL with ``data_dir``), optionally a seeded
+  test sample and word truncation;
+- sets the prompt ``description`` to the resolved instruction, inserted verbatim (never rendered);
+- replaces the harness's per-document demo sampler with one fixed demo set per ``demo_seed``;
+- scores multiple choice with ``acc``, ``acc_norm`` and ``acc_per_token`` (the original's rule,
+  when the model's tokenizer is reachable) and generation with HELM ``quasi_exact_match``;
+- records instruction, demo seed, K, demo ids, data source and template hash in the results'
+  ``configs[<task>].metadata``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+from typing import Any
+
+import datasets
+from lm_eval.api.task import ConfigurableTask
+
+from . import __version__
+from .data import load_splits
+from .demos import FixedDemoSampler
+from .instruction import resolve_instruction
+from .options import TaskOptions
+from .sampling import select_indices, truncate_fields
+from .scoring import choice_predictions, continuation_token_count, quasi_exact_match
+from .specs import get_spec
+
+log = logging.getLogger(__name__)
+
+PER_TOKEN_METRIC = "acc_per_token"
+
+
+@functools.lru_cache(maxsize=8)
+def _load_tokenizer(name: str, gguf_file: str | None, revision: str | None):
+    from transformers import AutoTokenizer
+
+    kwargs: dict[str, Any] = {}
+    if gguf_file:
+        kwargs["gguf_file"] = gguf_file
+    if revision:
+        kwargs["revision"] = revision
+    return AutoTokenizer.from_pretrained(name, **kwargs)
+
+
+def score_tokenizer(options: TaskOptions, metadata: dict[str, Any]):
+    """The tokenizer that counts continuation tokens for ``acc_per_token``, or ``(None, reason)``.
+
+    Looked up as ``score_tokenizer``, else the model_args ``tokenizer``, else ``pretrained``
+    (with its ``gguf_file`` and ``revision``); the harness merges model_args into task metadata.
+    """
+    name = options.score_tokenizer or metadata.get("tokenizer") or metadata.get("pretrained")
+    if not isinstance(name, str) or not name:
+        return None, "no tokenizer named (set model_args pretrained=..., or metadata score_tokenizer=...)"
+    same_as_model = name == metadata.get("pretrained") and not options.score_tokenizer
+    gguf_file = metadata.get("gguf_file") if same_as_model else None
+    revision = metadata.get("revision") if same_as_model else None
+    try:
+        return _load_tokenizer(name, gguf_file, revision), name
+    except Exception as err:  # unreachable hub, unknown repo, API model names
+        return None, f"tokenizer {name!r} could not be loaded ({type(err).__name__}: {err})"
+
+
+class InstructEvalTask(ConfigurableTask):
+    """A harness ``ConfigurableTask`` parameterised by instruction, demo seed and K (see module doc)."""
+
+    def __init__(self, data_dir=None, cache_dir=None, download_mode=None, config: dict | None = None) -> None:
+        config = dict(config or {})
+        config.pop("class", None)  # the PY_TASK route passes it through; TaskConfig rejects it
+        metadata = dict(config.get("metadata") or {})
+        self.spec = get_spec(metadata.get("instructeval_task") or config["task"])
+        self.options = TaskOptions.from_metadata(metadata)
+        self.instruction = resolve_instruction(self.options, self.spec)
+        config["description"] = self.instruction.description
+        # A non-empty process_results tells the harness not to look metrics up by name:
+        # this class computes them in process_results() below.
+        config["process_results"] = "InstructEvalTask.process_results"
+        self._tokenizer = None
+        self._tokenizer_note: str | None = None
+        if config.get("output_type") == "multiple_choice":
+            self._tokenizer, self._tokenizer_note = score_tokenizer(self.options, metadata)
+            if self._tokenizer is None:
+                log.warning("%s: %s is not reported: %s", config["task"], PER_TOKEN_METRIC, self._tokenizer_note)
+                config["metric_list"] = [m for m in config.get("metric_list") or [] if m.get("metric") != PER_TOKEN_METRIC]
+        self._token_counts: dict[str, list[int]] = {}
+        self._data_source = ""
+        self._test_ids: list[int] | None = None
+        super().__init__(config=config)
+        self.sampler = FixedDemoSampler(
+            self.dataset[self.config.fewshot_split or self.config.training_split],
+            self.spec,
+            demo_seed=self.options.demo_seed,
+            truncate_words=self.options.truncate_words,
+        )
+
+    # ------------------------------------------------------------------ data
+
+    def download(self, dataset_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        cfg = self.config
+        eval_split = cfg.test_split or cfg.validation_split
+        train_split = cfg.fewshot_split or cfg.training_split
+        train, evaluation, self._data_source = load_splits(
+            self.spec,
+            data_dir=self.options.data_dir,
+            dataset_path=cfg.dataset_path,
+            dataset_name=cfg.dataset_name,
+            train_split=train_split,
+            eval_split=eval_split,
+            dataset_kwargs=dataset_kwargs,
+        )
+        if self.options.test_sample is not None:
+            labels = evaluation[self.spec.label_field] if self.spec.balanced else None
+            self._test_ids = select_indices(labels, len(evaluation), self.options.test_sample, self.options.test_seed)
+            evaluation = evaluation.select(self._test_ids)
+        if self.options.truncate_words is not None:
+            fields, limit = self.spec.text_fields, self.options.truncate_words
+            evaluation = evaluation.map(lambda doc: truncate_fields(doc, fields, limit), load_from_cache_file=False)
+        self.dataset = datasets.DatasetDict({train_split: train, eval_split: evaluation})
+
+    def fewshot_docs(self):
+        # The fixed-demo sampler reads the train split itself; returning None stops the base
+        # class from materialising the whole split into a list for its default sampler.
+        return None
+
+    # ------------------------------------------------------------------ prompt
+
+    def resolve_field(self, doc: dict[str, Any], field: str | None = None):
+        # The instruction is data: never look it up as a field nor render it as Jinja.
+        if field is not None and field == self.instruction.description:
+            return field
+        return super().resolve_field(doc, field)
+
+    def set_fewshot_seed(self, seed: int | None = None) -> None:
+        # The harness passes its global few-shot seed to every task; demos follow demo_seed only.
+        return None
+
+    # ------------------------------------------------------------------ scoring
+
+    @staticmethod
+    def _doc_key(doc: dict[str, Any]) -> str:
+        return json.dumps(doc, sort_keys=True, default=str)
+
+    def construct_requests(self, doc: dict, ctx, **kwargs):
+        requests = super().construct_requests(doc, ctx, **kwargs)
+        if self.OUTPUT_TYPE == "multiple_choice" and self._tokenizer is not None:
+            self._token_counts[self._doc_key(doc)] = [
+                continuation_token_count(self._tokenizer, req.arguments[0], req.arguments[1]) for req in requests
+            ]
+        return requests
+
+    def process_results(self, doc: dict, results: list) -> dict[str, float]:
+        wanted = self._metric_fn_list.keys()
+        if self.OUTPUT_TYPE == "generate_until":
+            return {"quasi_exact_match": quasi_exact_match(self.doc_to_target(doc), results[0])}
+        lls = [float(ll) for ll, _greedy in results]
+        choices = self.doc_to_choice(doc)
+        gold = self.doc_to_target(doc)
+        counts = self._token_counts.get(self._doc_key(doc)) if PER_TOKEN_METRIC in wanted else None
+        preds = choice_predictions(lls, choices, counts)
+        scores = {"acc": preds["pred"] == gold, "acc_norm": preds["pred_norm"] == gold}
+        if counts is not None:
+            scores[PER_TOKEN_METRIC] = preds["pred_per_token"] == gold
+        return {name: float(value) for name, value in scores.items() if name in wanted}
+
+    # ------------------------------------------------------------------ provenance
+
+    def protocol_record(self) -> dict[str, Any]:
+        """What the aggregation needs to rebuild the run without guessing."""
+        k = int(self.config.num_fewshot or 0)
+        template = getattr(self.config.doc_to_text, "name", None)
+        return {
+            "instructeval_task": self.spec.name,
+            "task_type": self.spec.kind,
+            **self.instruction.record(),
+            "num_fewshot": k,
+            "setting": "few_shot" if k else "zero_shot",
+            "demo_seed": self.options.demo_seed,
+            "demo_ids": self.sampler.demo_ids(k) if k else [],
+            "data_source": self._data_source,
+            "eval_size": len(self.dataset[self.config.test_split or self.config.validation_split]),
+            "test_sample": self.options.test_sample,
+            "test_seed": self.options.test_seed if self.options.test_sample else None,
+            "test_ids": self._test_ids,
+            "truncate_words": self.options.truncate_words,
+            "template": template,
+            "template_sha": getattr(self.config.doc_to_text, "sha256", None),
+            "score_tokenizer": self._tokenizer_note if self._tokenizer is not None else None,
+            "plugin_version": __version__,
+        }
+
+    def dump_config(self) -> dict:
+        cfg = super().dump_config()
+        cfg["metadata"] = {**(cfg.get("metadata") or {}), **self.protocol_record()}
+        return cfg
