@@ -20,6 +20,12 @@ key                    default  meaning
 ``truncate_words``     --       cut text fields to N words + "..." (the original used 100)
 ``score_tokenizer``    --       tokenizer for ``acc_per_token``; default: the model's
                                 ``tokenizer`` or ``pretrained`` (with ``gguf_file``)
+``order_seed``         --       reorder the fixed demo set with ``Random(order_seed)``
+                                (permutational sensitivity); unset keeps the drawn order
+``perturbation``       --       ``mild_mix``: perturb the test example's text fields (HELM)
+``perturbation_seed``  0        seed of the per-document perturbation RNG
+``perturbation_mode``  document ``document`` (a string-seeded RNG per document and field) or
+                                ``stream`` (the original's single sequential RNG)
 =====================  =======  ==========================================================
 
 K, the number of demonstrations, is the harness's ``num_fewshot`` (YAML default 6).
@@ -65,6 +71,17 @@ def _str(meta: Mapping[str, Any], key: str) -> str | None:
     return value
 
 
+PERTURBATIONS = ("mild_mix",)
+PERTURBATION_MODES = ("document", "stream")
+
+
+def _choice(meta: Mapping[str, Any], key: str, allowed: tuple[str, ...], default: str | None) -> str | None:
+    value = meta.get(key, default)
+    if value is None or value in allowed:
+        return value
+    raise OptionError(f"metadata {key}={value!r}: expected one of {', '.join(allowed)}")
+
+
 @dataclass(frozen=True)
 class TaskOptions:
     """Typed, validated view of the InstructEval keys of a task's metadata."""
@@ -80,6 +97,10 @@ class TaskOptions:
     test_seed: int = 0
     truncate_words: int | None = None
     score_tokenizer: str | None = None
+    order_seed: int | None = None
+    perturbation: str | None = None
+    perturbation_seed: int = 0
+    perturbation_mode: str = "document"
 
     @classmethod
     def from_metadata(cls, meta: Mapping[str, Any] | None) -> "TaskOptions":
@@ -101,6 +122,10 @@ class TaskOptions:
             test_seed=_int(meta, "test_seed", 0),
             truncate_words=_int(meta, "truncate_words", None, minimum=1),
             score_tokenizer=_str(meta, "score_tokenizer"),
+            order_seed=_int(meta, "order_seed", None),
+            perturbation=_choice(meta, "perturbation", PERTURBATIONS, None),
+            perturbation_seed=_int(meta, "perturbation_seed", 0),
+            perturbation_mode=_choice(meta, "perturbation_mode", PERTURBATION_MODES, "document"),
         )
 
     def as_metadata(self) -> dict[str, Any]:
