@@ -13,7 +13,7 @@ from typing import Any, Sequence
 import datasets
 from lm_eval.api.samplers import ContextSampler
 
-from .sampling import select_indices, truncate_fields
+from .sampling import order_demos, select_indices, truncate_fields
 from .specs import TaskSpec
 
 
@@ -22,6 +22,7 @@ class FixedDemoSampler(ContextSampler):
 
     Classification demos are class-balanced (``balanced_indices``), others uniform
     (``uniform_indices``); text fields are truncated like test items when ``truncate_words`` is set.
+    With ``order_seed`` the same set is presented in another order (``sampling.order_demos``).
     ``selected_ids`` holds the train-split row indices of the last set, in prompt order.
 
     Example:
@@ -38,12 +39,16 @@ class FixedDemoSampler(ContextSampler):
         spec: TaskSpec,
         *,
         demo_seed: int,
+        order_seed: int | None = None,
+        order_mode: str = "seeded",
         truncate_words: int | None = None,
     ) -> None:
         super().__init__([], rnd=demo_seed)
         self.pool = pool
         self.spec = spec
         self.demo_seed = demo_seed
+        self.order_seed = order_seed
+        self.order_mode = order_mode
         self.truncate_words = truncate_words
         self._cache: dict[int, tuple[list[int], list[dict[str, Any]]]] = {}
         self.selected_ids: list[int] = []
@@ -62,6 +67,11 @@ class FixedDemoSampler(ContextSampler):
                     f"{self.spec.task_name}: cannot draw {n} demonstrations from a train split of "
                     f"{len(self.pool)} rows: {err}"
                 ) from None
+            if self.order_seed is not None:
+                ids = order_demos(
+                    ids, demo_seed=self.demo_seed, order_seed=self.order_seed, mode=self.order_mode,
+                    labels=labels, size=len(self.pool),
+                )
             docs = [truncate_fields(self.pool[i], self.spec.text_fields, self.truncate_words) for i in ids]
             self._cache[n] = (ids, docs)
         return self._cache[n]

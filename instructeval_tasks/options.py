@@ -20,8 +20,10 @@ key                    default  meaning
 ``truncate_words``     --       cut text fields to N words + "..." (the original used 100)
 ``score_tokenizer``    --       tokenizer for ``acc_per_token``; default: the model's
                                 ``tokenizer`` or ``pretrained`` (with ``gguf_file``)
-``order_seed``         --       reorder the fixed demo set with ``Random(order_seed)``
-                                (permutational sensitivity); unset keeps the drawn order
+``order_seed``         --       reorder the fixed demo set (permutational sensitivity);
+                                unset keeps the drawn order
+``order_mode``         seeded   ``seeded`` (an independent string-seeded shuffle) or
+                                ``original`` (the original's cumulative shuffles)
 ``perturbation``       --       ``mild_mix``: perturb the test example's text fields (HELM)
 ``perturbation_seed``  0        seed of the per-document perturbation RNG
 ``perturbation_mode``  document ``document`` (a string-seeded RNG per document and field) or
@@ -71,6 +73,7 @@ def _str(meta: Mapping[str, Any], key: str) -> str | None:
     return value
 
 
+ORDER_MODES = ("seeded", "original")
 PERTURBATIONS = ("mild_mix",)
 PERTURBATION_MODES = ("document", "stream")
 
@@ -98,6 +101,7 @@ class TaskOptions:
     truncate_words: int | None = None
     score_tokenizer: str | None = None
     order_seed: int | None = None
+    order_mode: str = "seeded"
     perturbation: str | None = None
     perturbation_seed: int = 0
     perturbation_mode: str = "document"
@@ -123,6 +127,7 @@ class TaskOptions:
             truncate_words=_int(meta, "truncate_words", None, minimum=1),
             score_tokenizer=_str(meta, "score_tokenizer"),
             order_seed=_int(meta, "order_seed", None),
+            order_mode=_choice(meta, "order_mode", ORDER_MODES, "seeded"),
             perturbation=_choice(meta, "perturbation", PERTURBATIONS, None),
             perturbation_seed=_int(meta, "perturbation_seed", 0),
             perturbation_mode=_choice(meta, "perturbation_mode", PERTURBATION_MODES, "document"),

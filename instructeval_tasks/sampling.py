@@ -26,7 +26,7 @@ def balanced_counts(n: int, num_classes: int) -> list[int]:
     return [base] * (num_classes - extra) + [base + 1] * extra
 
 
-def balanced_indices(labels: Sequence[Hashable], n: int, seed: int) -> list[int]:
+def balanced_indices(labels: Sequence[Hashable], n: int, seed: int, rng: random.Random | None = None) -> list[int]:
     """Class-balanced sample of ``n`` row indices, shuffled, from ``random.Random(seed)``.
 
     For each class in ascending order (``False`` before ``True``), draw ``count`` indices with
@@ -36,8 +36,11 @@ def balanced_indices(labels: Sequence[Hashable], n: int, seed: int) -> list[int]
     Example:
         >>> balanced_indices([0, 1, 0, 1, 0, 1], 2, seed=0)
         [3, 2]
+
+    ``rng`` (optional) is used instead of a fresh ``random.Random(seed)``, so a caller can keep
+    drawing from the same stream afterwards, as the original's permutation metric does.
     """
-    rng = random.Random(seed)
+    rng = rng if rng is not None else random.Random(seed)
     classes = sorted(set(labels))
     if not classes:
         raise ValueError("cannot sample from an empty split")
@@ -57,18 +60,58 @@ def balanced_indices(labels: Sequence[Hashable], n: int, seed: int) -> list[int]
     return chosen
 
 
-def uniform_indices(size: int, n: int, seed: int) -> list[int]:
+def uniform_indices(size: int, n: int, seed: int, rng: random.Random | None = None) -> list[int]:
     """``random.Random(seed).sample(range(size), n)``: the original's MCQ/GQA sampling."""
     if n > size:
         raise ValueError(f"cannot sample {n} items from a split of {size}")
-    return random.Random(seed).sample(range(size), n)
+    return (rng if rng is not None else random.Random(seed)).sample(range(size), n)
 
 
-def select_indices(labels: Sequence[Hashable] | None, size: int, n: int, seed: int) -> list[int]:
+def select_indices(
+    labels: Sequence[Hashable] | None, size: int, n: int, seed: int, rng: random.Random | None = None
+) -> list[int]:
     """Balanced over ``labels`` when given (classification), uniform otherwise."""
     if labels is not None:
-        return balanced_indices(labels, n, seed)
-    return uniform_indices(size, n, seed)
+        return balanced_indices(labels, n, seed, rng)
+    return uniform_indices(size, n, seed, rng)
+
+
+ORDER_MODES = ("seeded", "original")
+
+
+def order_demos(ids: Sequence[int], *, demo_seed: int, order_seed: int, mode: str = "seeded",
+                labels: Sequence[Hashable] | None = None, size: int | None = None) -> list[int]:
+    """The demo set ``ids`` (drawn with ``demo_seed``) in the order named by ``order_seed``.
+
+    ``seeded``: ``random.Random(f"instructeval-demo-order:{demo_seed}:{order_seed}").shuffle`` of the
+    drawn order -- independent of every other draw.
+
+    ``original`` (parity with the original's permutational metric): continue the selection's own
+    ``random.Random(demo_seed)`` stream and shuffle the list in place ``order_seed`` times
+    cumulatively (``order_seed >= 1``); the drawn order itself is ordering 0. Needs the ``labels``
+    (or ``size``) the set was drawn from, to replay the stream.
+
+    Example:
+        >>> order_demos([4, 1, 7], demo_seed=0, order_seed=1) == order_demos([4, 1, 7], demo_seed=0, order_seed=1)
+        True
+        >>> sorted(order_demos([4, 1, 7], demo_seed=0, order_seed=1))
+        [1, 4, 7]
+    """
+    if mode == "seeded":
+        ordered = list(ids)
+        random.Random(f"instructeval-demo-order:{demo_seed}:{order_seed}").shuffle(ordered)
+        return ordered
+    if mode != "original":
+        raise ValueError(f"unknown order mode {mode!r}; expected one of {ORDER_MODES}")
+    if order_seed < 0:
+        raise ValueError("original-mode orderings are numbered from 1 (0 is the drawn order)")
+    rng = random.Random(demo_seed)
+    replay = select_indices(labels, size if size is not None else len(labels or ()), len(ids), demo_seed, rng)
+    if replay != list(ids):
+        raise ValueError("the demo ids were not drawn from these labels with this seed; cannot replay the stream")
+    for _ in range(order_seed):
+        rng.shuffle(replay)
+    return replay
 
 
 def truncate_words(text: str, max_words: int) -> str:

@@ -27,6 +27,7 @@ from .data import load_splits
 from .demos import FixedDemoSampler
 from .instruction import resolve_instruction
 from .options import TaskOptions
+from .perturbed import PerturbedText, add_perturbed_fields, perturbation_record
 from .sampling import select_indices, truncate_fields
 from .scoring import choice_predictions, continuation_token_count, quasi_exact_match
 from .specs import get_spec
@@ -66,6 +67,15 @@ def score_tokenizer(options: TaskOptions, metadata: dict[str, Any]):
         return None, f"tokenizer {name!r} could not be loaded ({type(err).__name__}: {err})"
 
 
+def setting_of(num_fewshot: int, options: TaskOptions) -> str:
+    """The protocol setting a run belongs to: zero_shot, few_shot, perturbed or ordering."""
+    if options.perturbation:
+        return "perturbed"
+    if options.order_seed is not None:
+        return "ordering"
+    return "few_shot" if num_fewshot else "zero_shot"
+
+
 class InstructEvalTask(ConfigurableTask):
     """A harness ``ConfigurableTask`` parameterised by instruction, demo seed and K (see module doc)."""
 
@@ -90,11 +100,18 @@ class InstructEvalTask(ConfigurableTask):
         self._token_counts: dict[str, list[int]] = {}
         self._data_source = ""
         self._test_ids: list[int] | None = None
+        if self.options.perturbation:
+            # Demos keep the clean template; only the test example reads the perturbed fields.
+            clean = config["doc_to_text"]
+            config["fewshot_config"] = {**(config.get("fewshot_config") or {}), "doc_to_text": clean}
+            config["doc_to_text"] = PerturbedText(clean)
         super().__init__(config=config)
         self.sampler = FixedDemoSampler(
             self.dataset[self.config.fewshot_split or self.config.training_split],
             self.spec,
             demo_seed=self.options.demo_seed,
+            order_seed=self.options.order_seed,
+            order_mode=self.options.order_mode,
             truncate_words=self.options.truncate_words,
         )
 
@@ -120,6 +137,9 @@ class InstructEvalTask(ConfigurableTask):
         if self.options.truncate_words is not None:
             fields, limit = self.spec.text_fields, self.options.truncate_words
             evaluation = evaluation.map(lambda doc: truncate_fields(doc, fields, limit), load_from_cache_file=False)
+        if self.options.perturbation:
+            # After truncation, as the original: perturbation sees the text the model sees.
+            evaluation = add_perturbed_fields(evaluation, self.spec.text_fields, self.options)
         self.dataset = datasets.DatasetDict({train_split: train, eval_split: evaluation})
 
     def fewshot_docs(self):
@@ -178,8 +198,11 @@ class InstructEvalTask(ConfigurableTask):
             "task_type": self.spec.kind,
             **self.instruction.record(),
             "num_fewshot": k,
-            "setting": "few_shot" if k else "zero_shot",
+            "setting": setting_of(k, self.options),
             "demo_seed": self.options.demo_seed,
+            "order_seed": self.options.order_seed,
+            "order_mode": self.options.order_mode if self.options.order_seed is not None else None,
+            **perturbation_record(self.options),
             "demo_ids": self.sampler.demo_ids(k) if k else [],
             "data_source": self._data_source,
             "eval_size": len(self.dataset[self.config.test_split or self.config.validation_split]),
