@@ -1,0 +1,89 @@
+"""``instructeval run``: a whole sweep for one model, in one process, resumable."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def _int_list(text: str) -> list[int]:
+    return [int(x) for x in text.split(",") if x.strip()]
+
+
+def _str_list(text: str) -> list[str]:
+    return [x.strip() for x in text.split(",") if x.strip()]
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "run",
+        help="evaluate tasks x methods x instructions x settings for one model (resumable)",
+        description=(
+            "Evaluate a sweep for one model with one model load. Results go to "
+            "<output>/<model label>/results_*.json (standard lm-eval files); re-running the same "
+            "command after an interruption skips finished variants."
+        ),
+    )
+    parser.add_argument("--model", required=True, help="harness backend: hf, vllm, local-completions, ...")
+    parser.add_argument("--model_args", "--model-args", dest="model_args", default="", help="backend arguments, as for lm_eval")
+    parser.add_argument("--tasks", required=True, help="comma list of task ids (agnews,imdb,...) or 'all'")
+    parser.add_argument("--methods", default="null,generic", help="comma list of bank methods or 'all' (default null,generic)")
+    parser.add_argument("--profile", default="quick", help="protocol profile: paper, original or quick (default quick)")
+    parser.add_argument("--output", "--output_path", dest="output", required=True, help="output folder")
+    parser.add_argument("--data-dir", "--data_dir", dest="data_dir", default=None,
+                        help="local data <dir>/<task>/{train,eval}.jsonl (default: $INSTRUCTEVAL_DATA_DIR, else the HF hub)")
+    parser.add_argument("--bank-dir", dest="bank_dir", default=None, help="instruction bank folder (default: the shipped banks)")
+    parser.add_argument("--model-label", dest="model_label", default=None, help="folder name of this model's results")
+    parser.add_argument("--batch_size", "--batch-size", dest="batch_size", default="8", help="harness batch size (default 8)")
+    parser.add_argument("--max_batch_size", "--max-batch-size", dest="max_batch_size", type=int, default=None)
+    parser.add_argument("--device", default=None, help="device for local backends, e.g. cpu or cuda:0")
+    parser.add_argument("--no-log-samples", dest="log_samples", action="store_false", help="skip per-sample logs (CIs need them)")
+    parser.add_argument("--dry-run", action="store_true", help="print the plan size and exit")
+    group = parser.add_argument_group("protocol overrides (default: the profile's value)")
+    group.add_argument("--num-fewshot", dest="num_fewshot", type=int)
+    group.add_argument("--selections", dest="n_selections", type=int, help="demo selections (few-shot and selectional std)")
+    group.add_argument("--perturbed-selections", dest="n_perturbed_selections", type=int)
+    group.add_argument("--orderings", dest="n_orderings", type=int, help="orderings per ordered demo set")
+    group.add_argument("--ordering-demo-seeds", dest="ordering_demo_seeds", type=_int_list, help="demo sets that get orderings, e.g. 0,1,2,3,4")
+    group.add_argument("--order-mode", dest="order_mode", choices=("seeded", "original"))
+    group.add_argument("--instructions-per-method", dest="instructions_per_method", type=int)
+    group.add_argument("--instruction-seed", dest="instruction_seed", type=int)
+    group.add_argument("--test-sample", dest="test_sample", type=int, help="seeded balanced sample of N eval items")
+    group.add_argument("--test-seed", dest="test_seed", type=int)
+    group.add_argument("--truncate-words", dest="truncate_words", type=int)
+    group.add_argument("--perturbation-seed", dest="perturbation_seed", type=int)
+    group.add_argument("--perturbation-mode", dest="perturbation_mode", choices=("document", "stream"))
+    group.add_argument("--settings", type=_str_list, help="subset of zero_shot,few_shot,perturbed,ordering")
+    parser.set_defaults(func=run)
+
+
+OVERRIDE_KEYS = (
+    "num_fewshot", "n_selections", "n_perturbed_selections", "n_orderings", "ordering_demo_seeds", "order_mode",
+    "instructions_per_method", "instruction_seed", "test_sample", "test_seed", "truncate_words",
+    "perturbation_seed", "perturbation_mode", "settings",
+)
+
+
+def run(args: argparse.Namespace) -> int:
+    from instructeval_tasks.sweep import run_sweep
+
+    batch_size = int(args.batch_size) if str(args.batch_size).isdigit() else args.batch_size
+    overrides = {key: getattr(args, key) for key in OVERRIDE_KEYS}
+    report = run_sweep(
+        model=args.model,
+        model_args=args.model_args,
+        tasks=args.tasks,
+        methods=args.methods,
+        output=args.output,
+        profile=args.profile,
+        overrides=overrides,
+        data_dir=args.data_dir,
+        bank_dir=args.bank_dir,
+        model_label=args.model_label,
+        batch_size=batch_size,
+        max_batch_size=args.max_batch_size,
+        device=args.device,
+        log_samples=args.log_samples,
+        dry_run=args.dry_run,
+    )
+    print(f"{report.planned} planned, {report.skipped} skipped (done), {report.evaluated} evaluated: {report.output_dir}")
+    return 0

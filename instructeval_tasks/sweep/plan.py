@@ -1,0 +1,156 @@
+"""The variants of a sweep: tasks x methods x instructions x settings, each a uniquely named task.
+
+Variant names are ``instructeval_<task>__<instruction id>__<setting code>`` with setting codes
+``zs`` (zero-shot), ``fs-d<s>`` (few-shot with demo set s), ``pt-d<s>`` (perturbed test inputs with
+demo set s) and ``or-d<s>-o<j>`` (ordering j of demo set s). The name is only a label: everything the
+aggregation needs is in the variant's metadata, which also carries a fingerprint so that a resumed
+sweep recognises finished variants and refuses results of a different protocol under the same name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from instructeval_banks import Bank, BankEntry
+
+from ..specs import get_spec
+from .profiles import Profile
+
+# Model_args keys copied into task metadata, as the lm_eval CLI does, so that tasks can load the
+# model's tokenizer for acc_per_token.
+MODEL_ARG_KEYS = ("pretrained", "tokenizer", "gguf_file", "revision", "trust_remote_code")
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-") or "x"
+
+
+def sample_bank_entries(entries: list[BankEntry], n: int, seed: int) -> list[BankEntry]:
+    """``n`` entries drawn with ``random.Random(f"instructeval-bank:{method}:{task}:{seed}")``.
+
+    Asking for at least as many entries as the bank has returns all of them in bank order; the draw
+    of one (method, task) never depends on another's.
+    """
+    try:  # the banks package provides the canonical implementation when present
+        from instructeval_banks import sample_entries
+    except ImportError:
+        sample_entries = None
+    if sample_entries is not None:
+        return list(sample_entries(entries, n, seed))
+    if n >= len(entries):
+        return list(entries)
+    first = entries[0]
+    rng = random.Random(f"instructeval-bank:{first.method}:{first.task}:{seed}")
+    chosen = sorted(rng.sample(range(len(entries)), n))
+    return [entries[i] for i in chosen]
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One evaluation: an instruction of a task in one setting (and demo set / ordering)."""
+
+    task: str
+    entry: BankEntry
+    setting: str
+    demo_seed: int | None = None
+    order_seed: int | None = None
+
+    @property
+    def chunk(self) -> str:
+        """Variants of one (task, instruction) are evaluated and saved together."""
+        return f"{self.task}__{_slug(self.entry.method)}__{_slug(self.entry.id)}"
+
+    @property
+    def setting_code(self) -> str:
+        if self.setting == "zero_shot":
+            return "zs"
+        if self.setting == "few_shot":
+            return f"fs-d{self.demo_seed}"
+        if self.setting == "perturbed":
+            return f"pt-d{self.demo_seed}"
+        return f"or-d{self.demo_seed}-o{self.order_seed}"
+
+    @property
+    def name(self) -> str:
+        return f"instructeval_{self.task}__{_slug(self.entry.id)}__{self.setting_code}"
+
+    def protocol_metadata(self, profile: Profile, *, bank_dir: str | None, data_dir: str | None) -> dict[str, Any]:
+        """The variant's task metadata before model keys; its fingerprint covers all of it."""
+        meta: dict[str, Any] = {
+            "version": 1.0,
+            "instructeval_task": self.task,
+            "method": self.entry.method,
+            "instruction_id": self.entry.id,
+            "bank_dir": bank_dir,
+            "demo_seed": self.demo_seed if self.demo_seed is not None else 0,
+            "order_seed": self.order_seed,
+            "order_mode": profile.order_mode,
+            "perturbation": "mild_mix" if self.setting == "perturbed" else None,
+            "perturbation_seed": profile.perturbation_seed,
+            "perturbation_mode": profile.perturbation_mode,
+            "test_sample": profile.test_sample,
+            "test_seed": profile.test_seed,
+            "truncate_words": profile.truncate_words,
+            "data_dir": data_dir,
+            "sweep": {**profile.as_dict(), "instruction_text_sha": self.entry.sha},
+        }
+        # The fingerprint names what the variant computes, not the sweep around it, so a sweep
+        # extended with more selections reuses the variants it already finished.
+        identity = {k: v for k, v in meta.items() if k != "sweep"}
+        meta["variant_fingerprint"] = fingerprint(
+            identity | {"num_fewshot": self.num_fewshot(profile), "instruction_text_sha": self.entry.sha}
+        )
+        return meta
+
+    def num_fewshot(self, profile: Profile) -> int:
+        return 0 if self.setting == "zero_shot" else profile.num_fewshot
+
+
+def fingerprint(payload: dict[str, Any]) -> str:
+    """sha256 of the canonical JSON of ``payload``, first 16 hex digits."""
+    canonical = json.dumps(payload, sort_keys=True, default=str, ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+
+
+def settings_for(entry_task: str, entry: BankEntry, profile: Profile) -> Iterable[Variant]:
+    """The variants of one instruction under ``profile``, in a fixed order."""
+    if "zero_shot" in profile.settings:
+        yield Variant(entry_task, entry, "zero_shot")
+    if "few_shot" in profile.settings:
+        for seed in range(profile.n_selections):
+            yield Variant(entry_task, entry, "few_shot", demo_seed=seed)
+    if "perturbed" in profile.settings:
+        for seed in range(profile.n_perturbed_selections):
+            yield Variant(entry_task, entry, "perturbed", demo_seed=seed)
+    if "ordering" in profile.settings:
+        for seed in profile.ordering_demo_seeds:
+            for order in range(1, profile.n_orderings + 1):
+                yield Variant(entry_task, entry, "ordering", demo_seed=seed, order_seed=order)
+
+
+def build_plan(
+    tasks: list[str],
+    methods: list[str],
+    profile: Profile,
+    bank: Bank,
+    *,
+    model_label: str | None = None,
+) -> list[Variant]:
+    """Every variant of the sweep, grouped by (task, instruction), in a stable order."""
+    plan: list[Variant] = []
+    for task in tasks:
+        spec = get_spec(task)
+        for method in methods:
+            entries = bank.entries(method, spec.name, model_label)
+            for entry in sample_bank_entries(entries, profile.instructions_per_method, profile.instruction_seed):
+                plan.extend(settings_for(spec.name, entry, profile))
+    names = [v.name for v in plan]
+    duplicates = {n for n in names if names.count(n) > 1}
+    if duplicates:
+        raise ValueError(f"variant names collide: {sorted(duplicates)[:5]}; bank entry ids must be unique per task")
+    return plan
