@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from instructeval_banks import instruction_sha, load_bank
+from instructeval_banks import DEFAULT_ENCODING, instruction_sha, load_bank, render_structured
 
 from .options import OptionError, TaskOptions
 from .specs import TaskSpec
@@ -36,6 +36,7 @@ class Instruction:
     entry_id: str
     index: int | None
     source: str
+    encoding: str | None = None  # the encoding a structured (Natural Instructions) entry was rendered with
 
     @property
     def is_null(self) -> bool:
@@ -58,6 +59,7 @@ class Instruction:
             "instruction_sha": self.sha,
             "instruction_text": self.text,
             "instruction_source": self.source,
+            "instruction_encoding": self.encoding,
         }
 
 
@@ -76,4 +78,8 @@ def resolve_instruction(options: TaskOptions, spec: TaskSpec, model: str | None 
     entry = bank.entry(
         method, spec.name, index=options.instruction_index, entry_id=options.instruction_id, model=model
     )
+    if entry.structured is not None:  # apply ``instruction_encoding`` (default ``full``, = entry.text)
+        encoding = options.instruction_encoding or DEFAULT_ENCODING
+        text = render_structured(entry.structured, encoding)
+        return Instruction(text, entry.method, entry.id, entry.index, entry.source_file, encoding)
     return Instruction(entry.text, entry.method, entry.id, entry.index, entry.source_file)

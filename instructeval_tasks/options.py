@@ -11,6 +11,12 @@ key                    default  meaning
 ``instruction_index``  0        position of the entry in that method's bank for the task
 ``instruction_id``     --       or the entry's stable id instead of its position
 ``bank_dir``           --       a bank directory to read instead of the shipped banks
+``instruction_encoding``
+                       full     how a structured (Natural Instructions) bank entry is
+                                rendered: ``prompt``, ``pos_examples``, ``prompt_definition``,
+                                ``prompt_avoid``, ``prompt_emphasis``, ``prompt_pos_examples``,
+                                ``prompt_definition_pos_examples`` or ``full``; plain entries
+                                ignore it (``instruction_banks/README.md``)
 ``demo_seed``          0        seed of the fixed, class-balanced demonstration set
 ``data_dir``           --       local files ``<dir>/<task>/{train,eval}.jsonl``; falls back
                                 to ``$INSTRUCTEVAL_DATA_DIR``, then to the HF hub
@@ -38,6 +44,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, fields
 from typing import Any, Mapping
+
+from instructeval_banks.structured import ENCODINGS
 
 DATA_DIR_ENV = "INSTRUCTEVAL_DATA_DIR"
 
@@ -94,6 +102,7 @@ class TaskOptions:
     instruction_index: int | None = None
     instruction_id: str | None = None
     bank_dir: str | None = None
+    instruction_encoding: str | None = None
     demo_seed: int = 0
     data_dir: str | None = None
     test_sample: int | None = None
@@ -120,6 +129,7 @@ class TaskOptions:
             instruction_index=_int(meta, "instruction_index", None, minimum=0),
             instruction_id=None if meta.get("instruction_id") is None else str(meta["instruction_id"]),
             bank_dir=_str(meta, "bank_dir"),
+            instruction_encoding=_choice(meta, "instruction_encoding", ENCODINGS, None),
             demo_seed=_int(meta, "demo_seed", 0),
             data_dir=data_dir,
             test_sample=_int(meta, "test_sample", None, minimum=1),

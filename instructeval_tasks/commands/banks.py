@@ -1,0 +1,132 @@
+"""``instructeval banks``: list, show and validate instruction banks (native or original layout).
+
+* ``instructeval banks list [--bank-dir DIR]``: methods x tasks with entry counts (a per-model bank
+  shows ``5x13``: 5 entries for each of 13 models);
+* ``instructeval banks show METHOD TASK [--model M] [--encoding E] [--bank-dir DIR]``: the entries
+  with their ids, one per line (a text with unusual whitespace is shown JSON-quoted; a structured
+  entry as a block, rendered with ``--encoding``, default ``full``); a per-model bank without
+  ``--model`` shows every model's entries;
+* ``instructeval banks validate [DIR ...]``: check bank directories (default: the shipped banks),
+  list every problem found and exit 1 if there is any.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "banks",
+        help="list, show and validate instruction banks",
+        description="Inspect and validate instruction banks (the shipped ones, a bank_dir, or the original "
+        "InstructEval instructions/ folder).",
+    )
+    sub = parser.add_subparsers(dest="banks_command", metavar="ACTION")
+
+    p_list = sub.add_parser("list", help="methods x tasks with entry counts")
+    p_list.add_argument("--bank-dir", default=None, help="bank directory (default: the shipped banks)")
+    p_list.set_defaults(func=run_list)
+
+    p_show = sub.add_parser("show", help="the entries of one method for one task, with ids")
+    p_show.add_argument("method", help="method, e.g. promptsource")
+    p_show.add_argument("task", help="task id, e.g. agnews")
+    p_show.add_argument("--model", default=None, help="model of a model-specific bank (low_perplexity)")
+    p_show.add_argument("--encoding", default=None, help="render structured entries with this encoding")
+    p_show.add_argument("--bank-dir", default=None, help="bank directory (default: the shipped banks)")
+    p_show.set_defaults(func=run_show)
+
+    p_validate = sub.add_parser("validate", help="check bank directories; exit 1 listing every problem")
+    p_validate.add_argument("dirs", nargs="*", help="bank directories (default: the shipped banks)")
+    p_validate.set_defaults(func=run_validate)
+
+    parser.set_defaults(func=lambda args: (parser.print_help(), 2)[1])
+
+
+def _bank(bank_dir: str | None):
+    from instructeval_banks import BankError, load_bank
+
+    try:
+        return load_bank(bank_dir)
+    except BankError as err:
+        print(f"error: {err}", file=sys.stderr)
+        raise SystemExit(1) from None
+
+
+def run_list(args: argparse.Namespace) -> int:
+    bank = _bank(args.bank_dir)
+    methods = bank.methods()
+    tasks = bank.tasks()
+    cells: dict[tuple[str, str], str] = {}
+    for method in methods:
+        for task in tasks:
+            if (method, task, None) in bank.entries_by_key:
+                cells[(method, task)] = str(len(bank.entries_by_key[(method, task, None)]))
+            else:
+                models = bank.models(method, task)
+                sizes = sorted({len(bank.entries_by_key[(method, task, m)]) for m in models})
+                if models:
+                    size = str(sizes[0]) if len(sizes) == 1 else f"{sizes[0]}-{sizes[-1]}"
+                    cells[(method, task)] = f"{size}x{len(models)}"
+                else:
+                    cells[(method, task)] = "-"
+    width = max(len("method"), *(len(m) for m in methods))
+    widths = [max(len(t), *(len(cells[(m, t)]) for m in methods)) for t in tasks]
+    print(f"bank: {bank.root}")
+    print("  ".join(["method".ljust(width)] + [t.rjust(w) for t, w in zip(tasks, widths)]))
+    for method in methods:
+        print("  ".join([method.ljust(width)] + [cells[(method, t)].rjust(w) for t, w in zip(tasks, widths)]))
+    if any("x" in c for c in cells.values()):
+        print("(NxM: N entries for each of M models)")
+    return 0
+
+
+def run_show(args: argparse.Namespace) -> int:
+    from instructeval_banks import BankError, render_structured
+
+    bank = _bank(args.bank_dir)
+    try:
+        if args.model is None and (args.method, args.task, None) not in bank.entries_by_key and bank.models(args.method, args.task):
+            groups = [bank.entries(args.method, args.task, m) for m in bank.models(args.method, args.task)]
+        else:
+            groups = [bank.entries(args.method, args.task, args.model)]
+        for entries in groups:
+            for entry in entries:
+                text = entry.text
+                if entry.structured is not None and args.encoding:
+                    text = render_structured(entry.structured, args.encoding)
+                label = entry.id + (f" (model {entry.model})" if entry.model else "")
+                if entry.structured is not None:  # a multi-line rendering: print it as a block
+                    print(f"{label}:\n{text}\n")
+                elif text != " ".join(text.split()):  # odd whitespace (APE strings): show it quoted
+                    print(f"{label}: {json.dumps(text, ensure_ascii=False)}")
+                else:
+                    print(f"{label}: {text}")
+    except BankError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def run_validate(args: argparse.Namespace) -> int:
+    from instructeval_banks import BANKS_DIR, check_bank_dir
+
+    dirs = args.dirs or [str(BANKS_DIR)]
+    failed = 0
+    for directory in dirs:
+        bank, errors = check_bank_dir(directory)
+        if errors:
+            failed += 1
+            print(f"FAIL {directory}: {len(errors)} problem(s)")
+            for error in errors:
+                print(f"  - {error}")
+        else:
+            assert bank is not None
+            n_entries = sum(len(v) for v in bank.entries_by_key.values())
+            print(
+                f"ok   {directory}: {len(bank.methods())} methods, {len(bank.tasks())} tasks, "
+                f"{len(bank.entries_by_key)} (method, task, model) banks, {n_entries} entries"
+            )
+    return 1 if failed else 0

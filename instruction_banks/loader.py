@@ -1,0 +1,158 @@
+"""Loading a bank directory: every ``*.yaml`` below it, native schema or original InstructEval layout.
+
+The layout is detected per file: a YAML document whose top level is a list is an original-layout
+bank (``original_layout.py``); a mapping is a native bank file (``schema.py``). Both may be mixed.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+from .original_layout import check_original_file, is_original_data
+from .schema import PAPER_METHODS, BankEntry, BankError, check_bank_file, known_tasks, read_yaml
+
+BANKS_DIR = Path(__file__).resolve().parent
+
+
+@dataclass
+class Bank:
+    """All entries of a bank directory, indexed by (method, task, model)."""
+
+    root: Path
+    entries_by_key: dict[tuple[str, str, str | None], list[BankEntry]]
+
+    def methods(self, task: str | None = None) -> list[str]:
+        found = {m for (m, t, _), _e in self.entries_by_key.items() if task is None or t == task}
+        order = {m: i for i, m in enumerate(PAPER_METHODS)}
+        return sorted(found, key=lambda m: (order.get(m, len(order)), m))
+
+    def tasks(self, method: str | None = None) -> list[str]:
+        found = {t for (m, t, _), _e in self.entries_by_key.items() if method is None or m == method}
+        order = {t: i for i, t in enumerate(known_tasks())}
+        return sorted(found, key=lambda t: (order.get(t, len(order)), t))
+
+    def models(self, method: str, task: str) -> list[str]:
+        """The models a model-specific bank of (method, task) was selected for (empty: model-agnostic)."""
+        return sorted(m for (me, t, m) in self.entries_by_key if me == method and t == task and m)
+
+    def entries(self, method: str, task: str, model: str | None = None) -> list[BankEntry]:
+        """The entries of ``method`` for ``task``; a model-specific bank wins when ``model`` has one."""
+        if model is not None and (method, task, model) in self.entries_by_key:
+            return self.entries_by_key[(method, task, model)]
+        if (method, task, None) in self.entries_by_key:
+            return self.entries_by_key[(method, task, None)]
+        models = self.models(method, task)
+        if models:
+            raise BankError(
+                f"bank {self.root}: method {method!r} for task {task!r} is model-specific "
+                f"(models: {', '.join(models)}); name one of them"
+                + (f" (no bank for model {model!r})" if model else "")
+            )
+        raise BankError(
+            f"bank {self.root}: no method {method!r} for task {task!r}; "
+            f"available: {', '.join(self.methods(task)) or 'none'}"
+        )
+
+    def entry(
+        self,
+        method: str,
+        task: str,
+        *,
+        index: int | None = None,
+        entry_id: str | None = None,
+        model: str | None = None,
+    ) -> BankEntry:
+        """One entry by position (default 0) or by id.
+
+        An id is unique within its bank, so for a model-specific bank an id such as
+        ``orig-low_perplexity-agnews-opt1b3-2`` finds its entry without naming the model.
+        """
+        if entry_id is not None and model is None and (method, task, None) not in self.entries_by_key:
+            for name in self.models(method, task):
+                for entry in self.entries_by_key[(method, task, name)]:
+                    if entry.id == entry_id:
+                        return entry
+        entries = self.entries(method, task, model)
+        if entry_id is not None:
+            for entry in entries:
+                if entry.id == entry_id:
+                    return entry
+            raise BankError(
+                f"bank {self.root}: method {method!r}, task {task!r} has no entry id {entry_id!r}; "
+                f"ids: {', '.join(e.id for e in entries)}"
+            )
+        index = 0 if index is None else index
+        if not 0 <= index < len(entries):
+            raise BankError(
+                f"bank {self.root}: method {method!r}, task {task!r} has {len(entries)} entries "
+                f"(instruction_index 0..{len(entries) - 1}); got {index}"
+            )
+        return entries[index]
+
+
+def check_bank_dir(root: Path | str, known: Iterable[str] | None = None) -> tuple[Bank | None, list[str]]:
+    """Read and validate every ``*.yaml`` below ``root``, collecting all problems: ``(bank, errors)``.
+
+    ``bank`` is ``None`` when nothing valid was found; when ``errors`` is non-empty, ``bank`` holds
+    only the valid part and must not be used for runs.
+    """
+    root = Path(root).expanduser().resolve()
+    if not root.is_dir():
+        return None, [f"bank directory {root} does not exist"]
+    known = tuple(known) if known is not None else known_tasks()
+    errors: list[str] = []
+    by_key: dict[tuple[str, str, str | None], list[BankEntry]] = {}
+    origin: dict[tuple[str, str, str | None], str] = {}
+    paths = sorted(root.rglob("*.yaml"))
+    for path in paths:
+        file_errors: list[str] = []
+        data = read_yaml(path, file_errors)
+        if file_errors:
+            errors.extend(file_errors)
+            continue
+        if is_original_data(data):
+            entries, file_errors = check_original_file(path, root, data, known)
+        else:
+            entries, file_errors = check_bank_file(path, known, data=data)
+        errors.extend(file_errors)
+        for entry in entries:
+            key = (entry.method, entry.task, entry.model)
+            if key in origin and origin[key] != entry.source_file:
+                message = (
+                    f"{path}: method {entry.method!r}, task {entry.task!r}"
+                    + (f", model {entry.model!r}" if entry.model else "")
+                    + f" is also defined in {origin[key]}; one file per (method, task, model)"
+                )
+                if message not in errors:
+                    errors.append(message)
+                continue
+            origin[key] = entry.source_file
+            by_key.setdefault(key, []).append(entry)
+    if not paths:
+        errors.append(f"bank directory {root} holds no *.yaml bank files")
+    return (Bank(root, by_key) if by_key else None), errors
+
+
+def load_bank_dir(root: Path | str) -> Bank:
+    """Read and validate every ``*.yaml`` below ``root`` (native or original layout).
+
+    Raises :class:`BankError` listing every problem found.
+    """
+    bank, errors = check_bank_dir(root)
+    if errors:
+        raise BankError(errors)
+    assert bank is not None
+    return bank
+
+
+@functools.cache
+def _cached_bank(root: str) -> Bank:
+    return load_bank_dir(root)
+
+
+def load_bank(root: Path | str | None = None) -> Bank:
+    """The bank at ``root`` (default: the banks shipped with the package), cached per process."""
+    return _cached_bank(str(Path(root or BANKS_DIR).expanduser().resolve()))
