@@ -128,8 +128,13 @@ def test_bad_encoding_is_an_option_error():
     assert TaskOptions.from_metadata({}).instruction_encoding is None
 
 
-def test_prompt_of_a_structured_instruction(tiny_data_dir):
+def test_prompt_of_a_structured_instruction(request):
     from instructeval_tasks.preview import build_task, render_prompt
+
+    try:  # the tiny offline data of tests/conftest.py
+        tiny_data_dir = request.getfixturevalue("tiny_data_dir")
+    except pytest.FixtureLookupError:
+        pytest.skip("tests/conftest.py's tiny_data_dir fixture is not available")
 
     entry = load_bank().entry("structured", "agnews")
     task = build_task(
