@@ -1,0 +1,618 @@
+"""Reading and validating lm-eval results files into one :class:`RunSet` of variants.
+
+Input: standard lm-eval results JSON files (``results_*.json``; a directory is searched
+recursively for them). Each evaluated InstructEval variant ``T`` contributes its metric values
+(``results[T]["<metric>,none"]``) and its identity, read from ``configs[T]["metadata"]`` -- never
+from the task name. Per-sample logs ``samples_<T>_<stamp>.jsonl`` beside the results file are
+located here and read later (``samples.py``).
+
+Validation (every problem becomes an :class:`~instructeval_aggregation.issues.Issue`; a bad file
+or variant never hides what the other files give):
+
+- a file that is not JSON, or truncated: ``error bad-json``, the file is skipped;
+- JSON that is not a harness results file (no ``results``/``configs`` mappings): ``error not-results``;
+- a task without InstructEval metadata (no ``instructeval_task``): ``note not-instructeval``, ignored,
+  unless its name starts with ``instructeval_`` (then ``error missing-metadata``);
+- a variant lacking a required metadata key, or with values of the wrong type, or whose ``setting``
+  contradicts ``num_fewshot``/``order_seed``/``perturbation``: ``error missing-metadata`` / ``bad-metadata``;
+- a variant with no usable metric for its task type: ``error no-metric``;
+- the same variant (same identity, see :meth:`Variant.identity`) twice with the same numbers:
+  ``note duplicate`` (kept once); with different numbers: ``error duplicate-conflict``, all copies dropped;
+- variants of one (model, task) that disagree on the protocol -- sweep profile, K (``num_fewshot``
+  of the few-shot settings), ``test_ids``, ``test_sample``, ``test_seed``, ``truncate_words``,
+  ``template_sha`` -- ``error protocol-mismatch``, and the whole (model, task) is dropped;
+  other differences in the ``sweep`` record, ``plugin_version`` or ``data_source``: ``warning protocol-drift``;
+- one instruction id with two different texts within a (model, task): ``error instruction-conflict``.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from .catalog import KNOWN_RESULT_METRICS, SETTINGS, TASK_TYPES, canonical_method
+from .issues import AggregationError, IssueLog
+
+TASK_KINDS = ("cls", "mcq", "gqa")
+# Protocol fields that must agree for all variants of one (model, task); a difference is an error.
+HARD_PROTOCOL = ("profile", "num_fewshot", "test_ids", "test_sample", "test_seed", "truncate_words", "template_sha")
+# Differences here are reported as warnings.
+SOFT_PROTOCOL = ("sweep", "plugin_version", "data_source")
+_STAMP_RE = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?")
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """One results file: which model, tasks and protocol it holds."""
+
+    file: str
+    model: str
+    n_variants: int
+    tasks: tuple[str, ...]
+    profile: str | None
+    sweep: Mapping[str, Any]
+    lm_eval_version: str | None
+    plugin_version: str | None
+    limit: Any
+
+
+@dataclass
+class Variant:
+    """One evaluated variant: a (model, task, instruction) in one setting, with its metric values.
+
+    ``instruction`` is the stable instruction key within the method: ``instruction_id``, else
+    ``#<instruction_index>``, else ``sha:<instruction_sha>``.
+    """
+
+    name: str
+    file: str
+    model: str
+    task: str
+    task_type: str
+    method: str
+    instruction: str
+    instruction_index: int | None
+    instruction_sha: str | None
+    instruction_text: str | None
+    setting: str
+    num_fewshot: int
+    demo_seed: int | None
+    order_seed: int | None
+    perturbation: str | None
+    perturbation_seed: int | None
+    metrics: dict[str, float]
+    n_items: int | None
+    protocol: dict[str, Any]
+    pretrained: str | None = None
+    model_num_parameters: float | None = None
+    samples_path: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def identity(self) -> tuple:
+        """What makes two variants the same evaluation (model, task, instruction, setting, seeds).
+
+        Zero-shot ignores the demo and order seeds (no demonstrations are shown).
+        """
+        base = (self.model, self.task, self.method, self.instruction, self.setting, self.num_fewshot)
+        if self.setting == "zero_shot":
+            return base
+        if self.setting == "few_shot":
+            return base + (self.demo_seed,)
+        if self.setting == "ordering":
+            return base + (self.demo_seed, self.order_seed)
+        return base + (self.demo_seed, self.order_seed, self.perturbation, self.perturbation_seed)
+
+    def describe(self) -> str:
+        seeds = ""
+        if self.setting != "zero_shot":
+            seeds = f" demo_seed={self.demo_seed}"
+        if self.order_seed is not None:
+            seeds += f" order_seed={self.order_seed}"
+        if self.perturbation:
+            seeds += f" perturbation={self.perturbation}/{self.perturbation_seed}"
+        return f"{self.model}/{self.task}/{self.method}/{self.instruction} {self.setting}{seeds}"
+
+
+@dataclass
+class RunSet:
+    """Validated variants from all results files, the files' protocol records and the issues found."""
+
+    variants: list[Variant]
+    runs: list[RunInfo]
+    issues: IssueLog
+
+    def frame(self):
+        """One row per variant (pandas DataFrame), metric values as columns ``metric:<name>``."""
+        import pandas as pd
+
+        rows = []
+        for v in self.variants:
+            row = {
+                "model": v.model,
+                "task": v.task,
+                "task_type": v.task_type,
+                "method": v.method,
+                "instruction": v.instruction,
+                "instruction_sha": v.instruction_sha,
+                "setting": v.setting,
+                "num_fewshot": v.num_fewshot,
+                "demo_seed": v.demo_seed,
+                "order_seed": v.order_seed,
+                "perturbation": v.perturbation,
+                "perturbation_seed": v.perturbation_seed,
+                "n_items": v.n_items,
+                "variant": v.name,
+                "file": v.file,
+                "samples": v.samples_path,
+            }
+            for name in KNOWN_RESULT_METRICS:
+                row[f"metric:{name}"] = v.metrics.get(name, math.nan)
+            rows.append(row)
+        frame = pd.DataFrame(rows)
+        if not frame.empty:
+            frame = frame.sort_values(
+                ["model", "task", "method", "instruction", "setting", "demo_seed", "order_seed", "variant"],
+                na_position="first",
+                kind="mergesort",
+            ).reset_index(drop=True)
+        return frame
+
+    @property
+    def models(self) -> list[str]:
+        return sorted({v.model for v in self.variants})
+
+
+# --------------------------------------------------------------------------------------- files
+
+
+def expand_paths(paths: Iterable[str | os.PathLike], issues: IssueLog) -> list[Path]:
+    """Results files named directly, plus every ``results_*.json`` below named directories (sorted)."""
+    out: list[Path] = []
+    seen: set[str] = set()
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found = sorted(path.rglob("results_*.json"), key=lambda p: p.as_posix())
+            if not found:
+                issues.warn("no-results", "directory holds no results_*.json file", file=str(path))
+            candidates = found
+        elif path.is_file():
+            candidates = [path]
+        else:
+            issues.error("missing-file", "no such file or directory", file=str(path))
+            continue
+        for candidate in candidates:
+            key = os.path.realpath(candidate)
+            if key not in seen:
+                seen.add(key)
+                out.append(candidate)
+    return out
+
+
+def parse_model_args(model_args: Any) -> dict[str, Any]:
+    """``"pretrained=x,dtype=bfloat16"`` or a dict -> dict.
+
+    Example:
+        >>> parse_model_args("pretrained=/m/SmolLM2,dtype=bfloat16")["pretrained"]
+        '/m/SmolLM2'
+    """
+    if isinstance(model_args, Mapping):
+        return dict(model_args)
+    if isinstance(model_args, str):
+        out = {}
+        for part in model_args.split(","):
+            if "=" in part:
+                key, value = part.split("=", 1)
+                out[key.strip()] = value.strip()
+        return out
+    return {}
+
+
+def label_from_pretrained(pretrained: str) -> str:
+    """A model label from a ``pretrained`` value: hub ids as they are, local paths by last part.
+
+    Example:
+        >>> label_from_pretrained("facebook/opt-1.3b"), label_from_pretrained("/models/SmolLM2-135M/")
+        ('facebook/opt-1.3b', 'SmolLM2-135M')
+    """
+    text = str(pretrained).strip().rstrip("/\\")
+    if text.startswith(("/", ".", "~")) or text.count("/") >= 2 or "\\" in text:
+        return re.split(r"[/\\]", text)[-1] or text
+    return text
+
+
+def results_stamp(path: Path) -> str | None:
+    """The stamp shared by a results file and its samples files (``results_<stamp>.json``)."""
+    stem = path.stem
+    if stem.startswith("results_"):
+        return stem[len("results_") :]
+    match = _STAMP_RE.search(stem)
+    return match.group(0) if match else None
+
+
+def find_samples(
+    path: Path, variant: str, stamp: str | None, siblings: Iterable[str] = ()
+) -> tuple[str | None, str | None]:
+    """``(samples file, note)``: ``samples_<variant>_<stamp>.jsonl`` beside ``path``.
+
+    Without an exact stamp match, the only ``samples_<variant>_*.jsonl`` there is used (the sweep
+    store names samples by write time, results by chunk); several candidates give none. A file that
+    belongs to a longer sibling variant name (``<variant>_x``) is never taken.
+    """
+    folder = path.parent
+    if stamp is not None:
+        exact = folder / f"samples_{variant}_{stamp}.jsonl"
+        if exact.is_file():
+            return str(exact), None
+    prefix = f"samples_{variant}_"
+    longer = [f"samples_{s}_" for s in siblings if s != variant and s.startswith(variant + "_")]
+    candidates = sorted(
+        p
+        for p in glob.glob(os.path.join(glob.escape(str(folder)), glob.escape(prefix) + "*.jsonl"))
+        if not any(os.path.basename(p).startswith(other) for other in longer)
+    )
+    if len(candidates) == 1:
+        return candidates[0], None
+    if len(candidates) > 1:
+        return None, f"{len(candidates)} samples files for this variant and none matches the results stamp {stamp!r}"
+    return None, None
+
+
+# ------------------------------------------------------------------------------------ variants
+
+
+def _as_int(value: Any, key: str, *, allow_none: bool) -> int | None:
+    if value is None:
+        if allow_none:
+            return None
+        raise ValueError(f"metadata {key!r} is null")
+    if isinstance(value, bool):
+        raise ValueError(f"metadata {key}={value!r} is not an integer")
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and re.fullmatch(r"-?\d+", value.strip()):
+        return int(value)
+    raise ValueError(f"metadata {key}={value!r} is not an integer")
+
+
+def _metric_values(result: Mapping[str, Any], issues: IssueLog, file: str, name: str) -> dict[str, float]:
+    """``{"acc": 0.5, ...}`` from ``{"acc,none": 0.5, ...}`` (filter ``none``, or the only filter)."""
+    by_metric: dict[str, dict[str, Any]] = {}
+    for key, value in result.items():
+        if "," not in key:
+            continue
+        metric, filt = key.split(",", 1)
+        if metric.endswith("_stderr") or metric not in KNOWN_RESULT_METRICS:
+            continue
+        by_metric.setdefault(metric, {})[filt] = value
+    out: dict[str, float] = {}
+    for metric, by_filter in sorted(by_metric.items()):
+        if "none" in by_filter:
+            value = by_filter["none"]
+        elif len(by_filter) == 1:
+            value = next(iter(by_filter.values()))
+        else:
+            issues.warn("ambiguous-filter", f"{metric}: several filters {sorted(by_filter)} and none is 'none'; ignored", file, name)
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not 0 <= value <= 1:
+            issues.warn("bad-metric", f"{metric}={value!r} is not an accuracy in [0, 1]; ignored", file, name)
+            continue
+        out[metric] = float(value)
+    return out
+
+
+def _protocol(meta: Mapping[str, Any], setting: str, num_fewshot: int) -> dict[str, Any]:
+    sweep = meta.get("sweep") if isinstance(meta.get("sweep"), Mapping) else {}
+    profile = sweep.get("profile", sweep.get("name")) if sweep else None
+    sweep_core = {k: v for k, v in sorted(sweep.items()) if not k.endswith("_sha") and k not in ("profile", "name")}
+    return {
+        "profile": profile,
+        "num_fewshot": None if setting == "zero_shot" else num_fewshot,
+        "test_ids": json.dumps(meta.get("test_ids"), sort_keys=True),
+        "test_sample": meta.get("test_sample"),
+        "test_seed": meta.get("test_seed"),
+        "truncate_words": meta.get("truncate_words"),
+        "template_sha": meta.get("template_sha"),
+        "sweep": json.dumps(sweep_core, sort_keys=True, default=str),
+        "plugin_version": meta.get("plugin_version"),
+        "data_source": meta.get("data_source"),
+        "_sweep": dict(sweep),
+    }
+
+
+def parse_variant(
+    name: str,
+    result: Mapping[str, Any],
+    config: Mapping[str, Any] | None,
+    data: Mapping[str, Any],
+    file: str,
+    issues: IssueLog,
+) -> Variant | None:
+    """One results entry -> :class:`Variant`, or ``None`` (with an issue) when it cannot be used."""
+    meta = (config or {}).get("metadata") if isinstance(config, Mapping) else None
+    if not isinstance(meta, Mapping) or "instructeval_task" not in meta:
+        if name.startswith("instructeval_") and not (data.get("group_subtasks") or {}).get(name):
+            issues.error("missing-metadata", "no InstructEval metadata (configs[T].metadata.instructeval_task)", file, name)
+        else:
+            issues.note("not-instructeval", "not an InstructEval variant; ignored", file, name)
+        return None
+    required = ["instructeval_task", "task_type", "method", "setting", "num_fewshot"]
+    missing = [k for k in required if k not in meta]
+    if not any(meta.get(k) is not None for k in ("instruction_id", "instruction_index", "instruction_sha")):
+        missing.append("instruction_id")
+    setting = meta.get("setting")
+    if setting in ("few_shot", "perturbed", "ordering") and meta.get("demo_seed") is None:
+        missing.append("demo_seed")
+    if setting == "ordering" and meta.get("order_seed") is None:
+        missing.append("order_seed")
+    if setting == "perturbed" and not meta.get("perturbation"):
+        missing.append("perturbation")
+    if missing:
+        issues.error("missing-metadata", f"metadata lacks required key(s): {', '.join(missing)}", file, name)
+        return None
+    try:
+        task = str(meta["instructeval_task"]).removeprefix("instructeval_")
+        task_type = str(meta["task_type"]).lower()
+        if task_type not in TASK_KINDS:
+            raise ValueError(f"task_type={meta['task_type']!r} is not one of {', '.join(TASK_KINDS)}")
+        if task in TASK_TYPES and TASK_TYPES[task] != task_type:
+            raise ValueError(f"task_type={task_type!r} but {task} is a {TASK_TYPES[task]} task")
+        if setting not in SETTINGS:
+            raise ValueError(f"setting={setting!r} is not one of {', '.join(SETTINGS)}")
+        num_fewshot = _as_int(meta["num_fewshot"], "num_fewshot", allow_none=False)
+        if num_fewshot < 0:
+            raise ValueError(f"num_fewshot={num_fewshot} is negative")
+        demo_seed = _as_int(meta.get("demo_seed"), "demo_seed", allow_none=True)
+        order_seed = _as_int(meta.get("order_seed"), "order_seed", allow_none=True)
+        perturbation = meta.get("perturbation") or None
+        perturbation_seed = _as_int(meta.get("perturbation_seed"), "perturbation_seed", allow_none=True)
+        index = _as_int(meta.get("instruction_index"), "instruction_index", allow_none=True)
+        if setting == "zero_shot" and (num_fewshot != 0 or perturbation or order_seed is not None):
+            raise ValueError("setting=zero_shot needs num_fewshot=0, no perturbation and no order_seed")
+        if setting == "few_shot" and (num_fewshot == 0 or perturbation or order_seed is not None):
+            raise ValueError("setting=few_shot needs num_fewshot>0, no perturbation and no order_seed")
+        if setting == "ordering" and (num_fewshot == 0 or perturbation):
+            raise ValueError("setting=ordering needs num_fewshot>0 and no perturbation")
+    except ValueError as err:
+        issues.error("bad-metadata", str(err), file, name)
+        return None
+    text = meta.get("instruction_text")
+    method = canonical_method(meta.get("method"), text)
+    if meta.get("instruction_id") is not None:
+        instruction = str(meta["instruction_id"])
+    elif index is not None:
+        instruction = f"#{index}"
+    else:
+        instruction = f"sha:{meta['instruction_sha']}"
+
+    metrics = _metric_values(result, issues, file, name)
+    wanted = ("quasi_exact_match",) if task_type == "gqa" else ("acc_per_token", "acc", "acc_norm")
+    if not any(m in metrics for m in wanted):
+        issues.error("no-metric", f"no usable metric among {', '.join(wanted)} in results", file, name)
+        return None
+
+    model_args = parse_model_args((data.get("config") or {}).get("model_args"))
+    pretrained = model_args.get("pretrained") or meta.get("pretrained")
+    if meta.get("model_label"):
+        model = str(meta["model_label"])
+    elif pretrained:
+        model = label_from_pretrained(str(pretrained))
+    elif data.get("model_name"):
+        model = label_from_pretrained(str(data["model_name"]))
+    else:
+        issues.warn("no-model", "no model identity (model_label, pretrained or model_name); using 'unknown'", file, name)
+        model = "unknown"
+    n_params = (data.get("config") or {}).get("model_num_parameters")
+    n_samples = (data.get("n-samples") or {}).get(name) or {}
+    n_items = result.get("sample_len", n_samples.get("effective"))
+    return Variant(
+        name=name,
+        file=file,
+        model=model,
+        task=task,
+        task_type=task_type,
+        method=method,
+        instruction=instruction,
+        instruction_index=index,
+        instruction_sha=meta.get("instruction_sha"),
+        instruction_text=text,
+        setting=setting,
+        num_fewshot=num_fewshot,
+        demo_seed=None if setting == "zero_shot" else demo_seed,
+        order_seed=order_seed,
+        perturbation=perturbation,
+        perturbation_seed=perturbation_seed if perturbation else None,
+        metrics=metrics,
+        n_items=int(n_items) if isinstance(n_items, (int, float)) and not isinstance(n_items, bool) else None,
+        protocol=_protocol(meta, setting, num_fewshot),
+        pretrained=str(pretrained) if pretrained else None,
+        model_num_parameters=float(n_params) if isinstance(n_params, (int, float)) and n_params > 0 else None,
+        metadata=dict(meta),
+    )
+
+
+def read_results_file(path: Path, issues: IssueLog, *, samples: bool = True) -> tuple[list[Variant], RunInfo | None]:
+    """Variants of one results file; problems go to ``issues`` and never raise."""
+    file = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        issues.error("unreadable", f"cannot read: {err}", file)
+        return [], None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        hint = " (truncated?)" if err.pos >= len(text.rstrip()) - 1 else ""
+        issues.error("bad-json", f"not valid JSON{hint}: {err.msg} at line {err.lineno} column {err.colno}", file)
+        return [], None
+    if not isinstance(data, dict) or not isinstance(data.get("results"), dict) or not isinstance(data.get("configs"), dict):
+        issues.error("not-results", "not an lm-eval results file (needs top-level 'results' and 'configs' objects)", file)
+        return [], None
+    limit = (data.get("config") or {}).get("limit") if isinstance(data.get("config"), dict) else None
+    if limit not in (None, 0):
+        issues.warn("limit", f"the run used --limit {limit}: results cover only part of the test set", file)
+    stamp = results_stamp(path)
+    variants = []
+    for name in sorted(data["results"]):
+        result = data["results"][name]
+        if not isinstance(result, Mapping):
+            issues.error("not-results", "results entry is not an object", file, name)
+            continue
+        variant = parse_variant(name, result, data["configs"].get(name), data, file, issues)
+        if variant is None:
+            continue
+        if samples:
+            variant.samples_path, note = find_samples(path, name, stamp, data["results"].keys())
+            if note:
+                issues.warn("samples-ambiguous", note, file, name)
+        variants.append(variant)
+    if not variants:
+        if not any(i.file == file and i.level == "error" for i in issues.items):
+            issues.warn("empty", "no InstructEval variant in this results file", file)
+        return [], None
+    sweeps = [v.protocol["_sweep"] for v in variants if v.protocol["_sweep"]]
+    sweep = {k: val for k, val in sorted((sweeps[0] if sweeps else {}).items()) if not k.endswith("_sha")}
+    run = RunInfo(
+        file=file,
+        model=", ".join(sorted({v.model for v in variants})),
+        n_variants=len(variants),
+        tasks=tuple(sorted({v.task for v in variants})),
+        profile=variants[0].protocol["profile"],
+        sweep=sweep,
+        lm_eval_version=data.get("lm_eval_version"),
+        plugin_version=", ".join(sorted({str(v.protocol["plugin_version"]) for v in variants if v.protocol["plugin_version"]})) or None,
+        limit=limit,
+    )
+    return variants, run
+
+
+# ---------------------------------------------------------------------------------- validation
+
+
+def _same_numbers(a: Variant, b: Variant, tol: float = 1e-12) -> bool:
+    keys = set(a.metrics) | set(b.metrics)
+    return all(k in a.metrics and k in b.metrics and abs(a.metrics[k] - b.metrics[k]) <= tol for k in keys)
+
+
+def deduplicate(variants: Sequence[Variant], issues: IssueLog) -> list[Variant]:
+    """Merge identical duplicates (prefer one with samples); drop every copy of conflicting ones."""
+    groups: dict[tuple, list[Variant]] = {}
+    for v in variants:
+        groups.setdefault(v.identity(), []).append(v)
+    out = []
+    for key in sorted(groups, key=lambda k: tuple("" if x is None else str(x) for x in k)):
+        copies = groups[key]
+        if len(copies) == 1:
+            out.append(copies[0])
+            continue
+        where = "; ".join(f"{c.file}:{c.name}" for c in copies)
+        if all(_same_numbers(copies[0], c) for c in copies[1:]):
+            keep = next((c for c in copies if c.samples_path), copies[0])
+            issues.note("duplicate", f"{copies[0].describe()} appears {len(copies)} times with equal numbers ({where}); kept once", keep.file, keep.name)
+            out.append(keep)
+        else:
+            values = "; ".join(f"{c.file}:{c.name} {json.dumps(c.metrics, sort_keys=True)}" for c in copies)
+            issues.error(
+                "duplicate-conflict",
+                f"{copies[0].describe()} appears {len(copies)} times with different numbers; all copies dropped: {values}",
+                copies[0].file,
+                copies[0].name,
+            )
+    return out
+
+
+def check_protocol(variants: Sequence[Variant], issues: IssueLog) -> list[Variant]:
+    """Drop every (model, task) whose variants disagree on a :data:`HARD_PROTOCOL` field."""
+    groups: dict[tuple[str, str], list[Variant]] = {}
+    for v in variants:
+        groups.setdefault((v.model, v.task), []).append(v)
+    dropped: set[tuple[str, str]] = set()
+    for (model, task), members in sorted(groups.items()):
+        for key in HARD_PROTOCOL + SOFT_PROTOCOL:
+            values: dict[str, list[Variant]] = {}
+            for v in members:
+                value = v.protocol[key]
+                if key == "num_fewshot" and value is None:
+                    continue
+                values.setdefault(json.dumps(value, sort_keys=True, default=str), []).append(v)
+            if len(values) < 2:
+                continue
+            detail = "; ".join(
+                f"{_short(val)} in {len(vs)} variant(s) e.g. {vs[0].file}:{vs[0].name}" for val, vs in sorted(values.items())
+            )
+            first = sorted(values.values(), key=len)[0][0]
+            if key in HARD_PROTOCOL:
+                issues.error(
+                    "protocol-mismatch",
+                    f"{model}/{task}: runs disagree on {key} ({detail}); the whole (model, task) is dropped",
+                    first.file,
+                    first.name,
+                )
+                dropped.add((model, task))
+            else:
+                issues.warn("protocol-drift", f"{model}/{task}: runs differ in {key} ({detail})", first.file, first.name)
+    return [v for v in variants if (v.model, v.task) not in dropped]
+
+
+def check_instructions(variants: Sequence[Variant], issues: IssueLog) -> list[Variant]:
+    """Drop instructions whose id maps to two different texts within one (model, task)."""
+    shas: dict[tuple, dict[str, Variant]] = {}
+    for v in variants:
+        sha = v.instruction_sha if v.instruction_sha is not None else (None if v.instruction_text is None else f"text:{v.instruction_text}")
+        if sha is not None:
+            shas.setdefault((v.model, v.task, v.method, v.instruction), {}).setdefault(sha, v)
+    bad = set()
+    for key, by_sha in sorted(shas.items()):
+        if len(by_sha) > 1:
+            examples = "; ".join(f"{s[:24]} in {v.file}:{v.name}" for s, v in sorted(by_sha.items()))
+            first = next(iter(by_sha.values()))
+            issues.error("instruction-conflict", f"{'/'.join(key)}: one instruction id, different texts ({examples}); dropped", first.file, first.name)
+            bad.add(key)
+    return [v for v in variants if (v.model, v.task, v.method, v.instruction) not in bad]
+
+
+def _short(value: str, width: int = 60) -> str:
+    return value if len(value) <= width else value[: width - 3] + "..."
+
+
+def load_runs(paths: Iterable[str | os.PathLike], *, strict: bool = False, samples: bool = True) -> RunSet:
+    """Read, validate and merge results files (and locate their per-sample logs).
+
+    Args:
+        paths: results files and/or directories (searched recursively for ``results_*.json``).
+        strict: raise :class:`AggregationError` on any warning or error instead of collecting.
+        samples: look for ``samples_<T>_<stamp>.jsonl`` beside each results file.
+
+    Returns:
+        A :class:`RunSet`; ``runset.issues`` lists everything that was dropped or needs attention.
+
+    Raises:
+        AggregationError: with ``strict``, on any warning or error (all are listed).
+    """
+    issues = IssueLog()
+    files = sorted(expand_paths(paths, issues), key=lambda p: p.as_posix())
+    variants: list[Variant] = []
+    runs: list[RunInfo] = []
+    for path in files:
+        found, run = read_results_file(path, issues, samples=samples)
+        variants.extend(found)
+        if run is not None:
+            runs.append(run)
+    variants = deduplicate(variants, issues)
+    variants = check_protocol(variants, issues)
+    variants = check_instructions(variants, issues)
+    runset = RunSet(variants=variants, runs=runs, issues=issues)
+    if strict:
+        issues.raise_if(strict=True)
+    return runset
+
+
+__all__ = ["AggregationError", "RunInfo", "RunSet", "Variant", "load_runs", "read_results_file"]

@@ -1,0 +1,249 @@
+"""Writing everything: tables (Markdown, CSV, LaTeX), data CSVs, plots, ``summary.json``, ``report.html``.
+
+Layout of ``out_dir``::
+
+    tables/<name>.md|.csv|.tex    one file per table and format; tables.md has them all
+    data/*.csv                    long-form data: variants, instructions, baselines, gains, cells,
+                                  models, metric_choice, wins, ci, significance
+    plots/heatmap_gain_*.png|svg  relative-gain heatmaps; plots/bars_sensitivity_*.png|svg
+    summary.json                  options (with the resampling seed), issues, runs and their protocol
+    report.html                   one self-contained page (figures embedded as data: URIs)
+
+Same inputs and options give byte-identical tables, data and summary: every row is sorted, numbers
+have fixed decimals and nothing records the time.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .catalog import METRIC_TITLES
+from .pipeline import Aggregates
+from .tables import to_html, to_markdown, write_table
+
+TABLE_SECTIONS = (
+    ("Mean relative gain (paper Table 5)", ("gain_",)),
+    ("Sensitivities (paper Table 6)", ("sensitivity_",)),
+    ("Task-type averages", ("types_",)),
+    ("Wins and variation range", ("wins", "variation_range")),
+    ("Confidence intervals", ("ci_",)),
+    ("Significance", ("significance_",)),
+    ("AvgP and MaxP", ("avgp_", "maxp_")),
+    ("By model family (paper Table 7)", ("family_",)),
+    ("By model scale (paper Table 8)", ("scale_",)),
+)
+
+
+def _csv(frame: pd.DataFrame | None, path: Path) -> None:
+    if frame is None:
+        return
+    path.write_text(frame.to_csv(index=False, float_format="%.6f", lineterminator="\n"), encoding="utf-8", newline="\n")
+
+
+def write_report(aggregates: Aggregates, out_dir: str | Path, *, plots: bool = True) -> dict[str, Any]:
+    """Write all outputs into ``out_dir``; returns ``{"tables": [...], "plots": [...], "report": path}``."""
+    out = Path(out_dir)
+    tables_dir, data_dir, plots_dir = out / "tables", out / "data", out / "plots"
+    for folder in (tables_dir, data_dir):
+        folder.mkdir(parents=True, exist_ok=True)
+    written_tables = []
+    for name in aggregates.tables:
+        written_tables += write_table(aggregates.tables[name], tables_dir)
+    combined = "\n".join(to_markdown(aggregates.tables[n]) for n in aggregates.tables)
+    (tables_dir / "tables.md").write_text(combined, encoding="utf-8", newline="\n")
+
+    _csv(aggregates.variants, data_dir / "variants.csv")
+    _csv(aggregates.instructions, data_dir / "instructions.csv")
+    _csv(aggregates.baselines, data_dir / "baselines.csv")
+    _csv(aggregates.gains, data_dir / "gains.csv")
+    _csv(aggregates.cells, data_dir / "cells.csv")
+    _csv(aggregates.models, data_dir / "models.csv")
+    _csv(aggregates.metric_choice, data_dir / "metric_choice.csv")
+    _csv(aggregates.wins, data_dir / "wins.csv")
+    _csv(aggregates.ci, data_dir / "ci.csv")
+    _csv(aggregates.significance, data_dir / "significance.csv")
+
+    summary = aggregates.summary()
+    plot_paths: list[Path] = []
+    plot_note = ""
+    if plots:
+        try:
+            from .plots import make_plots
+
+            plot_paths = make_plots(aggregates.tables, plots_dir)
+        except ImportError as err:
+            plot_note = f"plots skipped: matplotlib is not installed ({err})"
+    else:
+        plot_note = "plots skipped (--no-plots)"
+    summary["plots"] = sorted(p.name for p in plot_paths)
+    if plot_note:
+        summary["plots_note"] = plot_note
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
+    report = out / "report.html"
+    report.write_text(render_html(aggregates, plot_paths, plot_note), encoding="utf-8", newline="\n")
+    return {"tables": written_tables, "plots": [str(p) for p in plot_paths], "report": str(report)}
+
+
+# ------------------------------------------------------------------------------------------ html
+
+CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em auto;max-width:1200px;color:#222;padding:0 1em}
+h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}h3{font-size:1.05em}
+table{border-collapse:collapse;margin:.6em 0 .2em;font-size:.85em}
+caption{text-align:left;font-weight:600;padding:.3em 0}
+th,td{border:1px solid #ddd;padding:.25em .5em}td{text-align:right;font-variant-numeric:tabular-nums}
+th.r,td.l{text-align:left}thead th{background:#f4f4f4}
+p.note{font-size:.8em;color:#555;margin:.2em 0 1em}
+.error{color:#a00}.warning{color:#a60}.noteissue{color:#555}
+img.fig{max-width:100%;border:1px solid #eee;margin:.5em 0}
+code{background:#f4f4f4;padding:0 .2em}
+"""
+
+
+def _img(path: Path) -> str:
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    return f'<img class="fig" alt="{html.escape(path.stem)}" src="data:image/svg+xml;base64,{data}">'
+
+
+def _frame_html(frame: pd.DataFrame, caption: str = "", decimals: int = 3) -> str:
+    if frame is None or frame.empty:
+        return "<p>(none)</p>"
+    out = ['<table class="t">']
+    if caption:
+        out.append(f"<caption>{html.escape(caption)}</caption>")
+    out.append("<thead><tr>" + "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns) + "</tr></thead><tbody>")
+    for row in frame.itertuples(index=False):
+        cells = []
+        for value in row:
+            if isinstance(value, float):
+                text = "" if math.isnan(value) else f"{value:.{decimals}f}"
+                cells.append(f"<td>{text}</td>")
+            else:
+                cells.append(f'<td class="l">{html.escape(str(value))}</td>')
+        out.append("<tr>" + "".join(cells) + "</tr>")
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+def render_html(aggregates: Aggregates, plot_paths: list[Path], plot_note: str = "") -> str:
+    """The self-contained HTML report."""
+    opts = aggregates.options
+    summary = aggregates.summary()
+    parts = [
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
+        "<title>InstructEval aggregate report</title>",
+        f"<style>{CSS}</style></head><body>",
+        "<h1>InstructEval: aggregate report</h1>",
+        "<p>Ajith et al., <i>InstructEval: Systematic Evaluation of Instruction Selection Methods</i> "
+        "(Findings of NAACL 2024), computed from lm-evaluation-harness results.</p>",
+        "<h2>Overview</h2><ul>",
+        f"<li>{len(summary['models'])} model(s): {html.escape(', '.join(summary['models']))}</li>",
+        f"<li>{len(summary['tasks'])} task(s): {html.escape(', '.join(summary['tasks']))}</li>",
+        f"<li>{len(summary['methods'])} method(s): {html.escape(', '.join(summary['methods']))}</li>",
+        f"<li>{summary['n_variants']} variants, {summary['n_instructions']} (model, task, instruction) rows, "
+        f"{len(aggregates.runs)} results file(s)</li>",
+        f"<li>Null-instruction weight in the baseline: {opts.null_weight:g}; SD ddof: {opts.ddof}; "
+        f"scale split at {opts.scale_threshold_b:g}B parameters</li>",
+        f"<li>Per-sample logs: {html.escape(aggregates.samples_note)}</li>",
+        f"<li>Bootstrap: {opts.n_boot} replicates, {opts.ci_level:.0%} percentile intervals, "
+        f"seed <code>{html.escape(opts.seed)}</code>; significance level {opts.alpha:g}</li>",
+        "</ul>",
+    ]
+    parts.append(_issues_html(aggregates))
+    figures = {p.stem: p for p in plot_paths if p.suffix == ".svg"}
+    for title, prefixes in TABLE_SECTIONS:
+        names = [n for n in aggregates.tables if any(n.startswith(p) for p in prefixes)]
+        if title == "Confidence intervals" and not names:
+            parts.append(f"<h2>{title}</h2><p>Not computed: {html.escape(aggregates.samples_note or 'no per-sample logs')}.</p>")
+            continue
+        if title == "Significance" and not names:
+            continue
+        if not names:
+            continue
+        parts.append(f"<h2>{html.escape(title)}</h2>")
+        for name in names:
+            parts.append(to_html(aggregates.tables[name]))
+            for stem in (f"heatmap_{name}", f"bars_{name}"):
+                if stem in figures:
+                    parts.append(_img(figures[stem]))
+    if plot_note:
+        parts.append(f"<p class='note'>{html.escape(plot_note)}</p>")
+    if aggregates.significance is not None and not aggregates.significance.empty:
+        sig = aggregates.significance[aggregates.significance["p_value"] < opts.alpha]
+        parts.append("<h3>Significant pairs (one-sided paired bootstrap, p &lt; alpha)</h3>")
+        parts.append(_frame_html(sig, decimals=4))
+    parts.append("<h2>Models</h2>")
+    parts.append(_frame_html(aggregates.models))
+    parts.append("<h3>Primary metric per (model, task)</h3>")
+    parts.append(_frame_html(aggregates.metric_choice))
+    zero = aggregates.baselines[aggregates.baselines["status"] != "ok"] if not aggregates.baselines.empty else aggregates.baselines
+    if zero is not None and not zero.empty:
+        parts.append("<h3>Baselines mu = 0 (gains undefined, left out)</h3>")
+        parts.append(_frame_html(zero, decimals=6))
+    parts.append("<h2>Runs and their protocol</h2>")
+    runs = pd.DataFrame(
+        [
+            {
+                "file": r.file,
+                "model": r.model,
+                "variants": r.n_variants,
+                "tasks": ", ".join(r.tasks),
+                "profile": r.profile,
+                "sweep": json.dumps(dict(r.sweep), sort_keys=True, default=str),
+                "lm_eval": r.lm_eval_version,
+                "plugin": r.plugin_version,
+                "limit": r.limit,
+            }
+            for r in aggregates.runs
+        ]
+    )
+    parts.append(_frame_html(runs))
+    parts.append(_definitions_html(opts))
+    parts.append("</body></html>\n")
+    return "\n".join(parts)
+
+
+def _issues_html(aggregates: Aggregates) -> str:
+    if not aggregates.issues:
+        return "<h2>Warnings and errors</h2><p>None.</p>"
+    counts = {lvl: sum(1 for i in aggregates.issues if i.level == lvl) for lvl in ("error", "warning", "note")}
+    out = [
+        "<h2>Warnings and errors</h2>",
+        f"<p>{counts['error']} error(s) (input dropped), {counts['warning']} warning(s), {counts['note']} note(s).</p>",
+        '<table class="t"><thead><tr><th>level</th><th>code</th><th>file</th><th>variant</th><th>message</th></tr></thead><tbody>',
+    ]
+    for issue in aggregates.issues:
+        cls = "noteissue" if issue.level == "note" else issue.level
+        out.append(
+            f'<tr class="{cls}"><td class="l">{issue.level}</td><td class="l">{html.escape(issue.code)}</td>'
+            f'<td class="l">{html.escape(issue.file or "")}</td><td class="l">{html.escape(issue.variant or "")}</td>'
+            f'<td class="l">{html.escape(issue.message)}</td></tr>'
+        )
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+def _definitions_html(opts) -> str:
+    items = [
+        ("Relative gain", f"gain = 100 (s - mu) / mu, mu = weighted mean over all instructions of the (model, task), null weight {opts.null_weight:g}; cell = mean over models of the mean over the method's instructions."),
+        ("Few-shot / perturbation accuracy", "mean over demo seeds of the few_shot / perturbed variants."),
+        ("Selectional sensitivity", f"SD (ddof={opts.ddof}) of the few-shot accuracies over demo seeds; shown as 100 x SD."),
+        ("Permutational sensitivity", f"mean over the sweep's ordering demo sets of the SD (ddof={opts.ddof}) over that set's orderings."),
+        ("Worst-case perturbation accuracy", "per item, correct only if correct both with the clean few-shot prompt and under every perturbation of the same demo seed; mean over items, then over demo seeds."),
+        ("Wins", "tasks where the method has the best cell; tied methods (within the tie tolerance) each get a full win."),
+        ("Confidence intervals", "percentile bootstrap over test items, the same resampled items for every instruction and model of a task."),
+        ("Significance", "paired bootstrap, p = (1 + #{d_b - d >= d}) / (B + 1), one-sided for 'A beats B'."),
+        ("AvgP / MaxP", "mean / max accuracy over a method's instructions, averaged over models."),
+    ]
+    rows = "".join(f"<li><b>{html.escape(k)}</b>: {html.escape(v)}</li>" for k, v in items)
+    return f"<h2>Definitions</h2><ul>{rows}</ul><p class='note'>Metric names: {html.escape(', '.join(METRIC_TITLES.values()))}.</p>"
+
+
+__all__ = ["write_report", "render_html"]

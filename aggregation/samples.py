@@ -1,0 +1,189 @@
+"""Per-sample logs: per-item correctness of every variant of a (model, task), as one matrix.
+
+A samples file (``samples_<T>_<stamp>.jsonl``, harness.md §14.3) has one JSON object per line with
+``doc_id``, ``filter`` and the per-document metric values (``acc``, ``acc_per_token``,
+``quasi_exact_match``, ...; ``true``/``false`` or numbers). Lines are sorted by ``doc_id`` here,
+since data-parallel runs write them out of order.
+
+:class:`ItemMatrix` stacks, for one (model, task), one row per variant (items in ``doc_id`` order)
+plus derived *worst-case* rows (see :func:`build_item_matrix`), and records which rows make up
+each instruction's zero-shot, few-shot, perturbation and worst-case accuracy. The bootstrap
+(``bootstrap.py``) resamples its columns.
+
+Checks (each a warning that leaves the (model, task) without item-level results, never a silently
+mixed matrix): a variant without a samples file, a file that cannot be parsed, a ``doc_id`` twice,
+variants that cover different ``doc_id`` sets, and per-item values whose mean differs from the
+results file's number by more than 1e-6 (samples from another run).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from .issues import AggregationError, IssueLog
+from .loading import Variant
+
+MEAN_TOLERANCE = 1e-6
+
+
+def read_sample_values(path: str, metric: str, *, filter_name: str = "none") -> tuple[np.ndarray, np.ndarray]:
+    """``(doc_ids, values)`` of ``metric`` from a samples JSONL file, sorted by ``doc_id``.
+
+    Only lines of filter ``filter_name`` are read when the file has several filters.
+
+    Raises:
+        AggregationError: naming the file and line, for bad JSON, a missing ``doc_id`` or metric
+        value, or a repeated ``doc_id``.
+    """
+    rows: dict[str, list[tuple[int, float]]] = {}
+    try:
+        handle = open(path, encoding="utf-8")
+    except OSError as err:
+        raise AggregationError(f"samples file {path}: cannot read ({err})") from None
+    with handle:
+        for lineno, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise AggregationError(f"samples file {path} line {lineno}: not valid JSON ({err.msg}; truncated?)") from None
+            if not isinstance(record, dict) or "doc_id" not in record:
+                raise AggregationError(f"samples file {path} line {lineno}: no doc_id")
+            value = record.get(metric)
+            if value is None or isinstance(value, (list, dict, str)):
+                raise AggregationError(f"samples file {path} line {lineno}: no numeric {metric!r} value")
+            rows.setdefault(str(record.get("filter", "none")), []).append((int(record["doc_id"]), float(value)))
+    if not rows:
+        raise AggregationError(f"samples file {path}: empty")
+    if filter_name in rows:
+        chosen = rows[filter_name]
+    elif len(rows) == 1:
+        chosen = next(iter(rows.values()))
+    else:
+        raise AggregationError(f"samples file {path}: filters {sorted(rows)} and none is {filter_name!r}")
+    chosen.sort()
+    doc_ids = np.array([d for d, _ in chosen], dtype=np.int64)
+    if len(np.unique(doc_ids)) != len(doc_ids):
+        raise AggregationError(f"samples file {path}: a doc_id appears more than once")
+    return doc_ids, np.array([v for _, v in chosen], dtype=np.float64)
+
+
+InstructionKey = tuple[str, str]  # (method, instruction)
+
+
+@dataclass
+class ItemMatrix:
+    """Per-item values of every variant of one (model, task).
+
+    Attributes:
+        doc_ids: the test items (columns), sorted.
+        values: ``rows x items`` array of per-item correctness.
+        metric_rows: ``{metric: {(method, instruction): [row, ...]}}``; an instruction's metric is
+            the mean over its rows of the row means (zero_shot: 1 row; few_shot / perturbed: one
+            row per variant; worst_case: one derived row per demo seed).
+    """
+
+    model: str
+    task: str
+    doc_ids: np.ndarray
+    values: np.ndarray
+    metric_rows: dict[str, dict[InstructionKey, list[int]]] = field(default_factory=dict)
+
+    def point(self, metric: str) -> dict[InstructionKey, float]:
+        """Each instruction's value of ``metric`` on all items."""
+        means = self.values.mean(axis=1)
+        return {key: float(np.mean(means[rows])) for key, rows in self.metric_rows.get(metric, {}).items()}
+
+
+def build_item_matrix(
+    model: str,
+    task: str,
+    variants: Sequence[Variant],
+    metric: str,
+    issues: IssueLog,
+    cache: dict | None = None,
+) -> ItemMatrix | None:
+    """Stack the per-item values of ``variants`` (one (model, task)); ``None`` with a warning if incomplete.
+
+    Worst-case rows (HELM-style robustness, our definition): for each instruction and each demo
+    seed ``s`` that has a clean ``few_shot`` variant and at least one ``perturbed`` variant with
+    demo seed ``s`` (and no order seed), the derived per-item value is the minimum over the clean
+    variant and all those perturbed variants -- an item counts as correct only if it is correct
+    both clean and under every perturbation with the same demonstrations. The instruction's
+    worst-case accuracy is the mean of these rows' accuracies over its demo seeds.
+    """
+    used = [v for v in variants if v.setting in ("zero_shot", "few_shot", "perturbed")]
+    if not used:
+        return None
+    where = f"{model}/{task}"
+    missing = [v for v in used if not v.samples_path]
+    if missing:
+        issues.warn(
+            "no-samples",
+            f"{where}: {len(missing)} of {len(used)} variants have no samples file (e.g. {missing[0].name}); "
+            "no confidence intervals, significance tests or worst-case accuracy for this (model, task)",
+            missing[0].file,
+        )
+        return None
+    cache = {} if cache is None else cache
+    rows: list[np.ndarray] = []
+    ref: np.ndarray | None = None
+    index: dict[tuple, int] = {}
+    for v in used:
+        try:
+            key = (v.samples_path, metric)
+            if key not in cache:
+                cache[key] = read_sample_values(v.samples_path, metric)
+            doc_ids, values = cache[key]
+        except AggregationError as err:
+            issues.warn("bad-samples", f"{where}: {err}; no item-level results for this (model, task)", v.file, v.name)
+            return None
+        expected = v.metrics.get(metric)
+        if expected is not None and abs(float(values.mean()) - expected) > MEAN_TOLERANCE:
+            issues.warn(
+                "samples-mismatch",
+                f"{where}: samples mean {values.mean():.6f} != results {metric} {expected:.6f} "
+                f"({v.samples_path}: from another run?); no item-level results for this (model, task)",
+                v.file,
+                v.name,
+            )
+            return None
+        if ref is None:
+            ref = doc_ids
+        elif len(doc_ids) != len(ref) or not np.array_equal(doc_ids, ref):
+            issues.warn(
+                "samples-docs",
+                f"{where}: variants cover different doc_id sets ({len(ref)} vs {len(doc_ids)} items); "
+                "no item-level results for this (model, task)",
+                v.file,
+                v.name,
+            )
+            return None
+        index[v.identity()] = len(rows)
+        rows.append(values)
+    matrix = ItemMatrix(model, task, ref, np.vstack(rows))
+    metric_rows: dict[str, dict[InstructionKey, list[int]]] = {m: {} for m in ("zero_shot", "few_shot", "perturbed", "worst_case")}
+    for v in used:
+        metric_rows[v.setting].setdefault((v.method, v.instruction), []).append(index[v.identity()])
+    # Derived worst-case rows.
+    extra: list[np.ndarray] = []
+    clean = {(v.method, v.instruction, v.demo_seed): v for v in used if v.setting == "few_shot"}
+    perturbed: dict[tuple, list[Variant]] = {}
+    for v in used:
+        if v.setting == "perturbed" and v.order_seed is None:
+            perturbed.setdefault((v.method, v.instruction, v.demo_seed), []).append(v)
+    for key in sorted(perturbed, key=lambda k: (k[0], k[1], k[2] if k[2] is not None else -1)):
+        if key not in clean:
+            continue
+        stack = [matrix.values[index[clean[key].identity()]]] + [matrix.values[index[p.identity()]] for p in perturbed[key]]
+        metric_rows["worst_case"].setdefault(key[:2], []).append(len(rows) + len(extra))
+        extra.append(np.min(np.vstack(stack), axis=0))
+    if extra:
+        matrix.values = np.vstack([matrix.values] + extra)
+    matrix.metric_rows = {m: r for m, r in metric_rows.items() if r}
+    return matrix
