@@ -28,8 +28,9 @@ Formulas (details in the modules that implement them):
 - wins, task-type averages, variation range, family/scale splits (``summaries``);
 - bootstrap CIs and the paired "A beats B" test over resampled test items (``bootstrap``).
 
-Modules: ``catalog`` (names and orders), ``issues`` (``AggregationError``, warnings), ``loading``
-(files -> validated variants), ``samples`` (per-item matrices, worst case), ``per_instruction``,
+Modules: ``catalog`` (names and orders), ``issues`` (``AggregationError``, warnings), ``records``
+(``Variant``, ``RunSet``), ``loading`` (files -> variants), ``validation`` (duplicates, protocol
+agreement), ``samples`` (per-item matrices, worst case), ``per_instruction``,
 ``relative_gain``, ``registry`` (+ ``model_registry.yaml``), ``bootstrap``, ``summaries``,
 ``tables`` (Markdown/CSV/LaTeX), ``plots`` (matplotlib), ``report`` (HTML and files),
 ``pipeline`` (``aggregate``), ``cli``, ``testing`` (synthetic results files for tests).
@@ -56,7 +57,7 @@ _LAZY = {
     "AggregateOptions": "pipeline",
     "Aggregates": "pipeline",
     "aggregate": "pipeline",
-    "RunSet": "loading",
+    "RunSet": "records",
     "load_runs": "loading",
     "write_report": "report",
 }

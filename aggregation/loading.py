@@ -16,13 +16,9 @@ or variant never hides what the other files give):
 - a variant lacking a required metadata key, or with values of the wrong type, or whose ``setting``
   contradicts ``num_fewshot``/``order_seed``/``perturbation``: ``error missing-metadata`` / ``bad-metadata``;
 - a variant with no usable metric for its task type: ``error no-metric``;
-- the same variant (same identity, see :meth:`Variant.identity`) twice with the same numbers:
-  ``note duplicate`` (kept once); with different numbers: ``error duplicate-conflict``, all copies dropped;
-- variants of one (model, task) that disagree on the protocol -- sweep profile, K (``num_fewshot``
-  of the few-shot settings), ``test_ids``, ``test_sample``, ``test_seed``, ``truncate_words``,
-  ``template_sha`` -- ``error protocol-mismatch``, and the whole (model, task) is dropped;
-  other differences in the ``sweep`` record, ``plugin_version`` or ``data_source``: ``warning protocol-drift``;
-- one instruction id with two different texts within a (model, task): ``error instruction-conflict``.
+- then the checks across files (``validation.py``): duplicates, protocol disagreements within a
+  (model, task) -- sweep profile, K, ``test_ids``, ``test_sample``, ``test_seed``,
+  ``truncate_words``, ``template_sha`` -- and instruction ids with two texts.
 """
 
 from __future__ import annotations
@@ -32,140 +28,16 @@ import json
 import math
 import os
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping
 
 from .catalog import KNOWN_RESULT_METRICS, SETTINGS, TASK_TYPES, canonical_method
 from .issues import AggregationError, IssueLog
+from .records import RunInfo, RunSet, Variant
+from .validation import check_instructions, check_protocol, deduplicate
 
 TASK_KINDS = ("cls", "mcq", "gqa")
-# Protocol fields that must agree for all variants of one (model, task); a difference is an error.
-HARD_PROTOCOL = ("profile", "num_fewshot", "test_ids", "test_sample", "test_seed", "truncate_words", "template_sha")
-# Differences here are reported as warnings.
-SOFT_PROTOCOL = ("sweep", "plugin_version", "data_source")
 _STAMP_RE = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?")
-
-
-@dataclass(frozen=True)
-class RunInfo:
-    """One results file: which model, tasks and protocol it holds."""
-
-    file: str
-    model: str
-    n_variants: int
-    tasks: tuple[str, ...]
-    profile: str | None
-    sweep: Mapping[str, Any]
-    lm_eval_version: str | None
-    plugin_version: str | None
-    limit: Any
-
-
-@dataclass
-class Variant:
-    """One evaluated variant: a (model, task, instruction) in one setting, with its metric values.
-
-    ``instruction`` is the stable instruction key within the method: ``instruction_id``, else
-    ``#<instruction_index>``, else ``sha:<instruction_sha>``.
-    """
-
-    name: str
-    file: str
-    model: str
-    task: str
-    task_type: str
-    method: str
-    instruction: str
-    instruction_index: int | None
-    instruction_sha: str | None
-    instruction_text: str | None
-    setting: str
-    num_fewshot: int
-    demo_seed: int | None
-    order_seed: int | None
-    perturbation: str | None
-    perturbation_seed: int | None
-    metrics: dict[str, float]
-    n_items: int | None
-    protocol: dict[str, Any]
-    pretrained: str | None = None
-    model_num_parameters: float | None = None
-    samples_path: str | None = None
-    metadata: dict[str, Any] = field(default_factory=dict, repr=False)
-
-    def identity(self) -> tuple:
-        """What makes two variants the same evaluation (model, task, instruction, setting, seeds).
-
-        Zero-shot ignores the demo and order seeds (no demonstrations are shown).
-        """
-        base = (self.model, self.task, self.method, self.instruction, self.setting, self.num_fewshot)
-        if self.setting == "zero_shot":
-            return base
-        if self.setting == "few_shot":
-            return base + (self.demo_seed,)
-        if self.setting == "ordering":
-            return base + (self.demo_seed, self.order_seed)
-        return base + (self.demo_seed, self.order_seed, self.perturbation, self.perturbation_seed)
-
-    def describe(self) -> str:
-        seeds = ""
-        if self.setting != "zero_shot":
-            seeds = f" demo_seed={self.demo_seed}"
-        if self.order_seed is not None:
-            seeds += f" order_seed={self.order_seed}"
-        if self.perturbation:
-            seeds += f" perturbation={self.perturbation}/{self.perturbation_seed}"
-        return f"{self.model}/{self.task}/{self.method}/{self.instruction} {self.setting}{seeds}"
-
-
-@dataclass
-class RunSet:
-    """Validated variants from all results files, the files' protocol records and the issues found."""
-
-    variants: list[Variant]
-    runs: list[RunInfo]
-    issues: IssueLog
-
-    def frame(self):
-        """One row per variant (pandas DataFrame), metric values as columns ``metric:<name>``."""
-        import pandas as pd
-
-        rows = []
-        for v in self.variants:
-            row = {
-                "model": v.model,
-                "task": v.task,
-                "task_type": v.task_type,
-                "method": v.method,
-                "instruction": v.instruction,
-                "instruction_sha": v.instruction_sha,
-                "setting": v.setting,
-                "num_fewshot": v.num_fewshot,
-                "demo_seed": v.demo_seed,
-                "order_seed": v.order_seed,
-                "perturbation": v.perturbation,
-                "perturbation_seed": v.perturbation_seed,
-                "n_items": v.n_items,
-                "variant": v.name,
-                "file": v.file,
-                "samples": v.samples_path,
-            }
-            for name in KNOWN_RESULT_METRICS:
-                row[f"metric:{name}"] = v.metrics.get(name, math.nan)
-            rows.append(row)
-        frame = pd.DataFrame(rows)
-        if not frame.empty:
-            frame = frame.sort_values(
-                ["model", "task", "method", "instruction", "setting", "demo_seed", "order_seed", "variant"],
-                na_position="first",
-                kind="mergesort",
-            ).reset_index(drop=True)
-        return frame
-
-    @property
-    def models(self) -> list[str]:
-        return sorted({v.model for v in self.variants})
 
 
 # --------------------------------------------------------------------------------------- files
@@ -492,95 +364,6 @@ def read_results_file(path: Path, issues: IssueLog, *, samples: bool = True) -> 
         limit=limit,
     )
     return variants, run
-
-
-# ---------------------------------------------------------------------------------- validation
-
-
-def _same_numbers(a: Variant, b: Variant, tol: float = 1e-12) -> bool:
-    keys = set(a.metrics) | set(b.metrics)
-    return all(k in a.metrics and k in b.metrics and abs(a.metrics[k] - b.metrics[k]) <= tol for k in keys)
-
-
-def deduplicate(variants: Sequence[Variant], issues: IssueLog) -> list[Variant]:
-    """Merge identical duplicates (prefer one with samples); drop every copy of conflicting ones."""
-    groups: dict[tuple, list[Variant]] = {}
-    for v in variants:
-        groups.setdefault(v.identity(), []).append(v)
-    out = []
-    for key in sorted(groups, key=lambda k: tuple("" if x is None else str(x) for x in k)):
-        copies = groups[key]
-        if len(copies) == 1:
-            out.append(copies[0])
-            continue
-        where = "; ".join(f"{c.file}:{c.name}" for c in copies)
-        if all(_same_numbers(copies[0], c) for c in copies[1:]):
-            keep = next((c for c in copies if c.samples_path), copies[0])
-            issues.note("duplicate", f"{copies[0].describe()} appears {len(copies)} times with equal numbers ({where}); kept once", keep.file, keep.name)
-            out.append(keep)
-        else:
-            values = "; ".join(f"{c.file}:{c.name} {json.dumps(c.metrics, sort_keys=True)}" for c in copies)
-            issues.error(
-                "duplicate-conflict",
-                f"{copies[0].describe()} appears {len(copies)} times with different numbers; all copies dropped: {values}",
-                copies[0].file,
-                copies[0].name,
-            )
-    return out
-
-
-def check_protocol(variants: Sequence[Variant], issues: IssueLog) -> list[Variant]:
-    """Drop every (model, task) whose variants disagree on a :data:`HARD_PROTOCOL` field."""
-    groups: dict[tuple[str, str], list[Variant]] = {}
-    for v in variants:
-        groups.setdefault((v.model, v.task), []).append(v)
-    dropped: set[tuple[str, str]] = set()
-    for (model, task), members in sorted(groups.items()):
-        for key in HARD_PROTOCOL + SOFT_PROTOCOL:
-            values: dict[str, list[Variant]] = {}
-            for v in members:
-                value = v.protocol[key]
-                if key == "num_fewshot" and value is None:
-                    continue
-                values.setdefault(json.dumps(value, sort_keys=True, default=str), []).append(v)
-            if len(values) < 2:
-                continue
-            detail = "; ".join(
-                f"{_short(val)} in {len(vs)} variant(s) e.g. {vs[0].file}:{vs[0].name}" for val, vs in sorted(values.items())
-            )
-            first = sorted(values.values(), key=len)[0][0]
-            if key in HARD_PROTOCOL:
-                issues.error(
-                    "protocol-mismatch",
-                    f"{model}/{task}: runs disagree on {key} ({detail}); the whole (model, task) is dropped",
-                    first.file,
-                    first.name,
-                )
-                dropped.add((model, task))
-            else:
-                issues.warn("protocol-drift", f"{model}/{task}: runs differ in {key} ({detail})", first.file, first.name)
-    return [v for v in variants if (v.model, v.task) not in dropped]
-
-
-def check_instructions(variants: Sequence[Variant], issues: IssueLog) -> list[Variant]:
-    """Drop instructions whose id maps to two different texts within one (model, task)."""
-    shas: dict[tuple, dict[str, Variant]] = {}
-    for v in variants:
-        sha = v.instruction_sha if v.instruction_sha is not None else (None if v.instruction_text is None else f"text:{v.instruction_text}")
-        if sha is not None:
-            shas.setdefault((v.model, v.task, v.method, v.instruction), {}).setdefault(sha, v)
-    bad = set()
-    for key, by_sha in sorted(shas.items()):
-        if len(by_sha) > 1:
-            examples = "; ".join(f"{s[:24]} in {v.file}:{v.name}" for s, v in sorted(by_sha.items()))
-            first = next(iter(by_sha.values()))
-            issues.error("instruction-conflict", f"{'/'.join(key)}: one instruction id, different texts ({examples}); dropped", first.file, first.name)
-            bad.add(key)
-    return [v for v in variants if (v.model, v.task, v.method, v.instruction) not in bad]
-
-
-def _short(value: str, width: int = 60) -> str:
-    return value if len(value) <= width else value[: width - 3] + "..."
 
 
 def load_runs(paths: Iterable[str | os.PathLike], *, strict: bool = False, samples: bool = True) -> RunSet:

@@ -29,7 +29,7 @@ import pandas as pd
 
 from .catalog import CHOICE_METRICS
 from .issues import IssueLog
-from .loading import Variant
+from .records import Variant
 from .samples import ItemMatrix
 
 INSTRUCTION_COLUMNS = [

@@ -17,7 +17,7 @@ import pandas as pd
 from .bootstrap import bootstrap_cells, paired_tests
 from .catalog import ACCURACY_METRICS, METRIC_TITLES, SENSITIVITY_METRICS, order_methods, order_tasks
 from .issues import AggregationError, Issue, IssueLog
-from .loading import RunInfo, RunSet
+from .records import RunInfo, RunSet
 from .per_instruction import choose_metrics, per_instruction
 from .registry import Registry, resolve_models
 from .relative_gain import accuracy_long, gain_cells, relative_gains, sensitivity_long, two_level_mean

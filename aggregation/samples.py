@@ -25,7 +25,7 @@ from typing import Sequence
 import numpy as np
 
 from .issues import AggregationError, IssueLog
-from .loading import Variant
+from .records import Variant
 
 MEAN_TOLERANCE = 1e-6
 
