@@ -69,6 +69,16 @@ def _int(meta: Mapping[str, Any], key: str, default: int | None, *, minimum: int
     return number
 
 
+def _identifier(meta: Mapping[str, Any], key: str) -> str | None:
+    """A string or integer id (``--metadata instruction_id=3`` arrives as an int)."""
+    value = meta.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise OptionError(f"metadata {key}={value!r}: expected a bank entry id (a string)")
+    return str(value)
+
+
 def _str(meta: Mapping[str, Any], key: str) -> str | None:
     value = meta.get(key)
     if value is None:
@@ -119,15 +129,20 @@ class TaskOptions:
     def from_metadata(cls, meta: Mapping[str, Any] | None) -> "TaskOptions":
         meta = dict(meta or {})
         instruction = meta.get("instruction")
-        if instruction is not None and not isinstance(instruction, str):
-            # `--metadata instruction=3` arrives as an int; an instruction is text.
+        if isinstance(instruction, (int, float)) and not isinstance(instruction, bool):
+            # `--metadata instruction=3` arrives as a number; an instruction is text.
             instruction = str(instruction)
+        elif instruction is not None and not isinstance(instruction, str):
+            raise OptionError(
+                f"metadata instruction={instruction!r}: expected a string, got {type(instruction).__name__}; "
+                f"pass it as JSON, e.g. --metadata '{{\"instruction\": \"Classify the news.\"}}'"
+            )
         data_dir = _str(meta, "data_dir") or os.environ.get(DATA_DIR_ENV) or None
         return cls(
             instruction=instruction,
             method=_str(meta, "method"),
             instruction_index=_int(meta, "instruction_index", None, minimum=0),
-            instruction_id=None if meta.get("instruction_id") is None else str(meta["instruction_id"]),
+            instruction_id=_identifier(meta, "instruction_id"),
             bank_dir=_str(meta, "bank_dir"),
             instruction_encoding=_choice(meta, "instruction_encoding", ENCODINGS, None),
             demo_seed=_int(meta, "demo_seed", 0),

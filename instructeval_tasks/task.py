@@ -26,7 +26,7 @@ from . import __version__
 from .data import load_splits
 from .demos import FixedDemoSampler
 from .instruction import resolve_instruction
-from .options import TaskOptions
+from .options import OptionError, TaskOptions
 from .perturbed import PerturbedText, add_perturbed_fields, perturbation_record
 from .sampling import select_indices, truncate_fields
 from .scoring import choice_predictions, continuation_token_count, quasi_exact_match
@@ -132,7 +132,13 @@ class InstructEvalTask(ConfigurableTask):
         )
         if self.options.test_sample is not None:
             labels = evaluation[self.spec.label_field] if self.spec.balanced else None
-            self._test_ids = select_indices(labels, len(evaluation), self.options.test_sample, self.options.test_seed)
+            try:
+                self._test_ids = select_indices(labels, len(evaluation), self.options.test_sample, self.options.test_seed)
+            except ValueError as err:
+                raise OptionError(
+                    f"{self.spec.task_name}: metadata test_sample={self.options.test_sample} cannot be drawn from "
+                    f"an eval split of {len(evaluation)} rows ({err}); use a smaller test_sample"
+                ) from None
             evaluation = evaluation.select(self._test_ids)
         if self.options.truncate_words is not None:
             fields, limit = self.spec.text_fields, self.options.truncate_words
@@ -154,6 +160,16 @@ class InstructEvalTask(ConfigurableTask):
         if field is not None and field == self.instruction.description:
             return field
         return super().resolve_field(doc, field)
+
+    def fewshot_context(self, doc, num_fewshot, system_instruction=None, apply_chat_template=False, **kwargs):
+        # The harness joins --system_instruction to the description with a blank line but adds
+        # nothing after it; with the null instruction there is no description, so the separator
+        # before the first block has to come from here.
+        if system_instruction and not self.instruction.description and not apply_chat_template:
+            system_instruction = system_instruction + self.config.fewshot_delimiter
+        return super().fewshot_context(
+            doc, num_fewshot, system_instruction=system_instruction, apply_chat_template=apply_chat_template, **kwargs
+        )
 
     def set_fewshot_seed(self, seed: int | None = None) -> None:
         # The harness passes its global few-shot seed to every task; demos follow demo_seed only.

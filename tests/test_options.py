@@ -221,15 +221,6 @@ def test_bank_dir_option(tmp_path, tiny_data_dir):
     assert (meta["method"], meta["instruction_id"], meta["instruction_index"]) == ("mine", "m1", 1)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "instructeval_tasks/task.py:133-135 (InstructEvalTask.download) calls select_indices() for test_sample "
-        "without wrapping its ValueError, so the message ('class 0 has 2 rows but a balanced sample of 100 "
-        "needs 25 ...' / 'cannot sample 100 items from a split of 8') names neither the task, the eval split "
-        "nor the test_sample key; the demo path (demos.py FixedDemoSampler._demos) does name the task"
-    ),
-)
 @pytest.mark.parametrize("task", ["agnews", "nq_open"])
 def test_too_large_test_sample_names_the_task_and_the_key(tiny_data_dir, task):
     with pytest.raises(ValueError) as info:
@@ -238,15 +229,6 @@ def test_too_large_test_sample_names_the_task_and_the_key(tiny_data_dir, task):
     assert f"instructeval_{task}" in message and "test_sample" in message
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "instructeval_tasks/options.py, TaskOptions.from_metadata (lines ~121-124 and ~130), converts any non-string 'instruction' "
-        "(and 'instruction_id') with str(): --metadata '{\"instruction\": [\"Classify.\"]}' silently gives the "
-        "instruction text \"['Classify.']\" instead of an OptionError naming the key (ints are converted on "
-        "purpose for `--metadata instruction=3`; lists/dicts are never meant)"
-    ),
-)
 @pytest.mark.parametrize("key,value", [("instruction", ["Classify."]), ("instruction", {"text": "x"}), ("instruction_id", ["generic-1"])])
 def test_container_instruction_is_a_type_error(key, value):
     with pytest.raises(OptionError) as info:

@@ -353,15 +353,6 @@ def test_system_instruction_with_an_instruction(tiny_data_dir):
     assert context == "Be brief.\n\nClassify.\n\nNews: Fears for pension after talks.\nCategory:"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "instructeval_tasks/task.py: with the null instruction the task's description is '' and "
-        "InstructEvalTask does not override fewshot_context, so the harness's maybe_delimit "
-        "(lm_eval/api/task.py:975-979, lm_eval/api/utils.py:7-17) joins `--system_instruction S` to the "
-        "first block with no separator: 'Be brief.News: ...' instead of 'Be brief.\\n\\nNews: ...'"
-    ),
-)
 @pytest.mark.parametrize("k", [0, 3])
 def test_system_instruction_with_the_null_instruction(tiny_data_dir, k):
     task_obj = build_task("agnews", {"data_dir": str(tiny_data_dir)}, k)
