@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterable
 
-from lm_eval.utils import handle_non_serializable
+from lm_eval.utils import handle_non_serializable, sanitize_list
 
 
 class SweepStoreError(RuntimeError):
@@ -36,6 +36,19 @@ def model_label_from_args(model: str, model_args: str | dict | None) -> str:
     pretrained = args.get("pretrained") or args.get("model") or model
     label = str(pretrained).rstrip("/").split("/")[-1]
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", label) or model
+
+
+def harness_sample_row(sample: dict[str, Any]) -> dict[str, Any]:
+    """A sample as ``lm_eval``'s EvaluationTracker writes it (``gen_args_i.arg_j``, string resps)."""
+    row = dict(sample)
+    row["arguments"] = {
+        f"gen_args_{i}": {f"arg_{j}": value for j, value in enumerate(args)}
+        for i, args in enumerate(sample.get("arguments") or [])
+    }
+    row["resps"] = sanitize_list(sample.get("resps", []))
+    row["filtered_resps"] = sanitize_list(sample.get("filtered_resps", []))
+    row["target"] = str(sample.get("target"))
+    return row
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -93,7 +106,7 @@ class SweepStore:
                 stale.unlink()
         for variant, rows in samples.items():
             lines = "".join(
-                json.dumps(row, default=handle_non_serializable, ensure_ascii=False) + "\n"
+                json.dumps(harness_sample_row(row), default=handle_non_serializable, ensure_ascii=False) + "\n"
                 for row in sorted(rows, key=lambda r: r.get("doc_id", 0))
             )
             atomic_write_text(self.root / f"samples_{variant}_{stamp}.jsonl", lines)
