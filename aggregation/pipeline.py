@@ -169,6 +169,8 @@ def aggregate(runset: RunSet, options: AggregateOptions | None = None, **overrid
         raise AggregationError("no InstructEval variants to aggregate", issues.sorted())
     metric_of = choose_metrics(variants, issues, choice_metric=options.metric, gqa_metric=options.gqa_metric)
     variants = [v for v in variants if (v.model, v.task) in metric_of]
+    if not variants:
+        raise AggregationError("no InstructEval variant left to aggregate:\n" + "\n".join(f"  - {i}" for i in issues.sorted()), issues.sorted())
     _check_ddof(variants, options, issues)
 
     matrices, samples_note = _item_matrices(variants, metric_of, options, issues)

@@ -219,3 +219,11 @@ def test_docstring_examples():
         module = importlib.import_module(f"instructeval_aggregation.{name}")
         failures, _ = doctest.testmod(module)
         assert failures == 0, name
+
+
+def test_nothing_left_after_the_metric_choice_is_an_error(tmp_path):
+    v = SyntheticVariant("agnews", "null", "null", "zero_shot", value=0.5, metrics={"acc_per_token": None})
+    write_run(tmp_path, "m", [v], samples=False)
+    with pytest.raises(AggregationError) as err:
+        aggregate(load_runs([tmp_path]), metric="acc_per_token")
+    assert "metric-missing" in str(err.value)
