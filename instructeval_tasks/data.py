@@ -8,6 +8,7 @@ per line in the HF field layout (the layout of the project's shared sample data)
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -54,11 +55,21 @@ def load_local_split(data_dir: str | Path, spec: TaskSpec, which: str) -> datase
             f"<dir>/{spec.local_dir}/train.jsonl and eval.jsonl; set data_dir in --metadata or "
             f"${DATA_DIR_ENV} to such a folder, or unset both to use the HF hub."
         )
-    rows = read_jsonl(path)
-    missing = [f for f in spec.text_fields + ((spec.label_field,) if spec.label_field else ()) if f not in rows[0]]
+    stat = path.stat()
+    dataset = _load_jsonl_dataset(str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+    needed = spec.text_fields + ((spec.label_field,) if spec.label_field else ())
+    missing = [f for f in needed if f not in dataset.column_names]
     if missing:
-        raise ValueError(f"{path}: rows lack the field(s) {missing} that {spec.task_name} needs (first row has {sorted(rows[0])})")
-    return datasets.Dataset.from_list(rows)
+        raise ValueError(f"{path}: rows lack the field(s) {missing} that {spec.task_name} needs (fields: {dataset.column_names})")
+    return dataset
+
+
+@functools.lru_cache(maxsize=32)
+def _load_jsonl_dataset(path: str, mtime_ns: int, size: int) -> datasets.Dataset:
+    # A sweep builds one task per variant; parse each file once per process (keyed by its
+    # modification time and size, so an edited file is read again). Datasets are never modified
+    # in place (select/map return new ones), so sharing is safe.
+    return datasets.Dataset.from_list(read_jsonl(Path(path)))
 
 
 def load_hf_split(path: str, name: str | None, split: str, spec: TaskSpec, **kwargs: Any) -> datasets.Dataset:
