@@ -1,0 +1,74 @@
+"""``instructeval-hf`` greedy generation equals the stock ``hf`` backend's, request by request.
+
+Random tiny models repeat tokens rather than write text, so the stop strings below are chosen from
+what they actually emit; what is tested is the prefix-shared prefill, the per-row stopping
+(``until`` strings, EOS, ``max_gen_toks``), left truncation and the request order.
+"""
+
+from __future__ import annotations
+
+import pytest
+from lm_eval.api.instance import Instance
+
+MAX_LENGTH = 64
+PREFIX = "Answer the question.\n\nQuestion: Who wrote Macbeth?\nAnswer: Shakespeare\n\n"
+QUESTIONS = ["Who painted The Starry Night?", "What is the capital of Canada?", "Which element has the symbol O?"]
+
+
+def gen_requests(stops: list[str]) -> list[Instance]:
+    args = []
+    for q in QUESTIONS:
+        args.append((f"{PREFIX}Question: {q}\nAnswer:", {"until": ["\n\n", *stops], "max_gen_toks": 7}))
+    args.append((f"{PREFIX}Question: {QUESTIONS[0]}\nAnswer:", {"until": ["\n\n", *stops], "max_gen_toks": 7}))  # duplicate
+    args.append((PREFIX.strip(), {"until": ["\n\n", *stops], "max_gen_toks": 7}))  # a prefix of the others
+    args += [(f"Question: {q}\nAnswer:", {"until": stops[:1], "max_gen_toks": 4, "do_sample": False}) for q in QUESTIONS]
+    args.append(("Complete the problem. " * 15 + "Answer:", {"until": ["\n"], "max_gen_toks": 5}))  # truncated context
+    args.append((f"{PREFIX}Question: {QUESTIONS[1]}\nAnswer:", {"until": [], "max_gen_toks": 3, "temperature": 0.0}))
+    return [Instance("generate_until", {}, a, i) for i, a in enumerate(args)]
+
+
+def _stops_seen(lm, reqs) -> list[str]:
+    """Two short strings the stock model does emit, so that stopping is exercised."""
+    outs = lm.generate_until([Instance("generate_until", {}, (r.args[0], {"until": [], "max_gen_toks": 7}), 0)
+                              for r in reqs[:3]])
+    text = "".join(outs)
+    cands = [text[i : i + 2] for i in range(0, max(0, len(text) - 2), 3) if text[i : i + 2].strip()]
+    return cands[:2] or ["zz"]
+
+
+@pytest.mark.parametrize("model", ["gpt2", "llama-bos", "llama-nobos"])
+@pytest.mark.parametrize("batch_size", [1, 4])
+def test_greedy_generation_equals_stock(make_pair, model, batch_size):
+    pair = make_pair(model, batch_size=batch_size, max_length=MAX_LENGTH)
+    stops = _stops_seen(pair.stock, gen_requests(["zz"]))
+    reqs = gen_requests(stops)
+    want = pair.stock.generate_until(reqs)
+    got = pair.new.generate_until(reqs)
+    assert pair.new.prefix_stats.get("distinct_tokens"), "the prefix path was not used"
+    assert got == want
+    assert any(w for w in want), "every generation was empty: nothing compared"
+
+
+def test_sampling_and_extra_kwargs_use_the_stock_code(make_pair, caplog):
+    pair = make_pair("gpt2", batch_size=4, max_length=MAX_LENGTH)
+    reqs = [Instance("generate_until", {}, (f"Question: {q}\nAnswer:", {"until": ["\n"], "max_gen_toks": 4, "top_k": 1,
+                                                                        "do_sample": False}), i)
+            for i, q in enumerate(QUESTIONS)]
+    pair.new.prefix_stats = {}
+    with caplog.at_level("WARNING"):
+        got = pair.new.generate_until(reqs)
+    assert got == pair.stock.generate_until(reqs)
+    assert pair.new.prefix_stats == {}
+    assert "generation kwargs ['top_k']" in caplog.text
+
+
+def test_generation_config_processors_use_the_stock_code(make_pair):
+    pair = make_pair("llama-nobos", batch_size=4, max_length=MAX_LENGTH)
+    config = pair.new.model.generation_config
+    saved = config.repetition_penalty
+    try:
+        config.repetition_penalty = 1.3
+        assert "repetition_penalty" in pair.new._ie_greedy_unsupported({"do_sample": False, "temperature": 0.0})
+    finally:
+        config.repetition_penalty = saved
+    assert pair.new._ie_greedy_unsupported({"do_sample": False, "temperature": 0.0}) is None
