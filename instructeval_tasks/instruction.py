@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from instructeval_banks import DEFAULT_ENCODING, instruction_sha, load_bank, render_structured
+from instructeval_banks import DEFAULT_ENCODING, instruction_sha, load_layered_bank, render_structured
 
 from .options import OptionError, TaskOptions
 from .specs import TaskSpec
@@ -74,7 +74,7 @@ def resolve_instruction(options: TaskOptions, spec: TaskSpec, model: str | None 
         method = options.method or (LITERAL_METHOD if options.instruction.strip() else "null")
         return Instruction(options.instruction, method, LITERAL_METHOD, None, "metadata")
     method = options.method or "null"
-    bank = load_bank(options.bank_dir)
+    bank = load_layered_bank(options.bank_dir)  # bank_dir's directories layered over the shipped banks
     entry = bank.entry(
         method, spec.name, index=options.instruction_index, entry_id=options.instruction_id, model=model
     )

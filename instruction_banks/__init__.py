@@ -29,7 +29,18 @@ Example:
 
 from __future__ import annotations
 
-from .loader import BANKS_DIR, Bank, check_bank_dir, load_bank, load_bank_dir
+from .loader import (
+    BANKS_DIR,
+    Bank,
+    bank_dir_list,
+    check_bank_dir,
+    join_bank_dirs,
+    load_bank,
+    load_bank_dir,
+    load_banks,
+    load_layered_bank,
+    merge_banks,
+)
 from .original_layout import METHOD_DIRS, TASK_STEMS, TASK_TO_STEM
 from .sampling import sample_entries, sample_record
 from .schema import (
@@ -59,8 +70,13 @@ __all__ = [
     "check_bank_dir",
     "check_bank_file",
     "instruction_sha",
+    "bank_dir_list",
+    "join_bank_dirs",
     "load_bank",
     "load_bank_dir",
+    "load_banks",
+    "load_layered_bank",
+    "merge_banks",
     "normalize_text",
     "parse_bank_file",
     "render_structured",

@@ -2,14 +2,22 @@
 
 The layout is detected per file: a YAML document whose top level is a list is an original-layout
 bank (``original_layout.py``); a mapping is a native bank file (``schema.py``). Both may be mixed.
+
+Layering: ``load_banks([dir1, dir2, ...])`` merges several directories, a later directory's
+``(method, task, model)`` bank replacing an earlier one's; ``load_layered_bank(bank_dir)`` is the
+shipped banks with ``bank_dir`` (one directory, a list, or several joined by ``os.pathsep``) on top.
+The sweep runner and the tasks' ``bank_dir`` metadata use the layered form, so a directory of
+induced banks (``instructeval induce``) adds methods without hiding the shipped null/generic banks.
+``load_bank(None)`` and ``load_bank(dir)`` still read exactly one directory.
 """
 
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from .original_layout import check_original_file, is_original_data
 from .schema import PAPER_METHODS, BankEntry, BankError, check_bank_file, known_tasks, read_yaml
@@ -23,6 +31,14 @@ class Bank:
 
     root: Path
     entries_by_key: dict[tuple[str, str, str | None], list[BankEntry]]
+    # For a layered bank (``merge_banks``): the directory each (method, task, model) bank came from,
+    # and the layers bottom to top. Empty for a single directory (everything comes from ``root``).
+    key_roots: dict[tuple[str, str, str | None], Path] = field(default_factory=dict)
+    layers: tuple[Path, ...] = ()
+
+    def root_of(self, method: str, task: str, model: str | None = None) -> Path:
+        """The bank directory that serves ``(method, task, model)`` (``root`` for a single directory)."""
+        return self.key_roots.get((method, task, model), self.root)
 
     def methods(self, task: str | None = None) -> list[str]:
         found = {m for (m, t, _), _e in self.entries_by_key.items() if task is None or t == task}
@@ -70,11 +86,23 @@ class Bank:
         An id is unique within its bank, so for a model-specific bank an id such as
         ``orig-low_perplexity-agnews-opt1b3-2`` finds its entry without naming the model.
         """
-        if entry_id is not None and model is None and (method, task, None) not in self.entries_by_key:
-            for name in self.models(method, task):
-                for entry in self.entries_by_key[(method, task, name)]:
-                    if entry.id == entry_id:
-                        return entry
+        if entry_id is not None and model is None:
+            # Every bank of (method, task), model-agnostic and per-model alike: ids are unique per
+            # file, and per-model banks name the model in their ids, so one match is expected.
+            matches = [
+                entry
+                for (m, t, _model), entries in self.entries_by_key.items()
+                if m == method and t == task
+                for entry in entries
+                if entry.id == entry_id
+            ]
+            if len(matches) == 1:
+                return matches[0]
+            if len(matches) > 1:
+                raise BankError(
+                    f"bank {self.root}: method {method!r}, task {task!r}: entry id {entry_id!r} is in the banks of "
+                    f"several models ({', '.join(str(e.model) for e in matches)}); name the model"
+                )
         entries = self.entries(method, task, model)
         if entry_id is not None:
             for entry in entries:
@@ -156,3 +184,73 @@ def _cached_bank(root: str) -> Bank:
 def load_bank(root: Path | str | None = None) -> Bank:
     """The bank at ``root`` (default: the banks shipped with the package), cached per process."""
     return _cached_bank(str(Path(root or BANKS_DIR).expanduser().resolve()))
+
+
+def merge_banks(banks: Sequence[Bank]) -> Bank:
+    """Layer ``banks`` bottom to top: a later bank's ``(method, task, model)`` bank replaces an earlier one's.
+
+    Replacement is per key, never per entry: an upper layer's bank of (method, task, model) is used
+    whole. Model-agnostic and per-model banks of one (method, task) are different keys, so both
+    stay, and ``Bank.entries(method, task, model)`` prefers the model's own bank as usual.
+    """
+    if not banks:
+        raise BankError("merge_banks: no banks to merge")
+    by_key: dict[tuple[str, str, str | None], list[BankEntry]] = {}
+    roots: dict[tuple[str, str, str | None], Path] = {}
+    layers: list[Path] = []
+    for bank in banks:
+        layers.extend(bank.layers or (bank.root,))
+        for key, entries in bank.entries_by_key.items():
+            by_key[key] = entries
+            roots[key] = bank.root_of(*key)
+    return Bank(banks[-1].root, by_key, key_roots=roots, layers=tuple(layers))
+
+
+def bank_dir_list(bank_dir: Path | str | Sequence[Path | str] | None) -> list[str]:
+    """``bank_dir`` as a list of resolved directories: a list, or one string (several joined by ``os.pathsep``)."""
+    if bank_dir is None:
+        return []
+    if isinstance(bank_dir, (str, Path)):
+        parts = [p for p in str(bank_dir).split(os.pathsep) if p.strip()]
+    else:
+        parts = [str(p) for p in bank_dir if str(p).strip()]
+    out: list[str] = []
+    for part in parts:
+        resolved = str(Path(part).expanduser().resolve())
+        if resolved not in out:
+            out.append(resolved)
+    return out
+
+
+def join_bank_dirs(bank_dir: Path | str | Sequence[Path | str] | None) -> str | None:
+    """The resolved ``bank_dir`` as one metadata string (``os.pathsep``-joined), ``None`` when empty."""
+    dirs = bank_dir_list(bank_dir)
+    return os.pathsep.join(dirs) if dirs else None
+
+
+@functools.cache
+def _cached_layers(roots: tuple[str, ...]) -> Bank:
+    banks = [_cached_bank(root) for root in roots]
+    return banks[0] if len(banks) == 1 else merge_banks(banks)
+
+
+def load_banks(roots: Sequence[Path | str | None]) -> Bank:
+    """Several bank directories layered in order (``None`` = the shipped banks), cached per process."""
+    resolved: list[str] = []
+    for root in roots:
+        path = str(Path(root or BANKS_DIR).expanduser().resolve())
+        if path in resolved:  # keep the upper position: the later mention wins
+            resolved.remove(path)
+        resolved.append(path)
+    if not resolved:
+        raise BankError("load_banks: no bank directories given")
+    return _cached_layers(tuple(resolved))
+
+
+def load_layered_bank(bank_dir: Path | str | Sequence[Path | str] | None = None) -> Bank:
+    """The shipped banks with the directories of ``bank_dir`` layered on top (later ones win).
+
+    ``bank_dir`` is ``None`` (only the shipped banks), one directory, a list, or a string of
+    directories joined by ``os.pathsep`` (the form task metadata carries).
+    """
+    return load_banks([None, *bank_dir_list(bank_dir)])

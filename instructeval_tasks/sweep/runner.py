@@ -23,12 +23,13 @@ from itertools import groupby
 from pathlib import Path
 from typing import Any, Callable
 
-from instructeval_banks import load_bank
+from instructeval_banks import join_bank_dirs, load_layered_bank
 
 from .. import TASKS_DIR, __version__
 from ..specs import TASK_SPECS, get_spec
 from .plan import MODEL_ARG_KEYS, Variant, build_plan, fingerprint
 from .profiles import Profile, get_profile
+from .interrupts import StopRequests
 from .store import SweepStore, model_label_from_args
 
 log = logging.getLogger(__name__)
@@ -99,6 +100,30 @@ def load_model(model: str, model_args: str | dict | None, *, batch_size: int | s
     return cls.create_from_arg_string(model_args or "", extra)
 
 
+def evaluate_chunk(
+    lm: Any,
+    variants: list[Variant],
+    profile: Profile,
+    metadata: dict[str, dict[str, Any]],
+    bases: dict[str, dict[str, Any]],
+    *,
+    log_samples: bool,
+) -> tuple[dict[str, Any], dict[str, list[dict]]]:
+    """Build the chunk's variants as tasks and evaluate them in one harness call: (results, samples)."""
+    import lm_eval
+
+    from ..task import InstructEvalTask
+
+    tasks = []
+    for variant in variants:
+        base = bases.setdefault(variant.task, base_task_config(variant.task))
+        tasks.append(InstructEvalTask(config=variant_config(base, variant, profile, metadata[variant.name])))
+    results = lm_eval.simple_evaluate(model=lm, tasks=tasks, log_samples=log_samples, verbosity="ERROR")
+    samples = results.pop("samples", {}) if log_samples else {}
+    results.pop("samples", None)
+    return results, samples
+
+
 def _primary(result: dict[str, Any]) -> tuple[str, float | None]:
     for key in PRIMARY_METRICS:
         if key in result:
@@ -116,7 +141,7 @@ def run_sweep(
     profile: str | Profile = "quick",
     overrides: dict[str, Any] | None = None,
     data_dir: str | None = None,
-    bank_dir: str | None = None,
+    bank_dir: str | list[str] | None = None,
     model_label: str | None = None,
     batch_size: int | str = 8,
     max_batch_size: int | None = None,
@@ -129,22 +154,19 @@ def run_sweep(
 ) -> SweepReport:
     """Run (or resume) a sweep; see the module docstring. Returns a ``SweepReport``."""
     import datasets
-    import lm_eval
     from tqdm.auto import tqdm
-
-    from ..task import InstructEvalTask
 
     start = time.monotonic()
     echo = echo or (lambda line: print(line, file=sys.stderr))
     prof = profile if isinstance(profile, Profile) else get_profile(profile)
     prof = prof.override(**(overrides or {}))
-    bank = load_bank(bank_dir)
+    bank = load_layered_bank(bank_dir)  # the shipped banks with bank_dir's directories on top
     task_names = resolve_names(tasks, list(TASK_SPECS), "task")
     method_names = resolve_names(methods, bank.methods(), "method")
     args_dict = parse_model_args(model_args)
     label = model_label or model_label_from_args(model, args_dict)
     data_dir = str(Path(data_dir).expanduser().resolve()) if data_dir else None
-    bank_dir = str(Path(bank_dir).expanduser().resolve()) if bank_dir else None
+    bank_dir = join_bank_dirs(bank_dir)  # resolved; several directories joined by os.pathsep
 
     plan = build_plan(task_names, method_names, prof, bank, model_label=label)
     model_meta = {k: args_dict[k] for k in MODEL_ARG_KEYS if k in args_dict}
@@ -186,39 +208,29 @@ def run_sweep(
         lm = load_model(model, model_args, batch_size=batch_size, max_batch_size=max_batch_size, device=device)
     bases: dict[str, dict[str, Any]] = {}
     bar = tqdm(total=len(pending), unit="variant", desc="sweep", disable=not progress, file=sys.stderr)
+    stop = StopRequests(lambda line: bar.write(line, file=sys.stderr))
     try:
-        for chunk, group in groupby(pending, key=lambda v: v.chunk):
-            variants = list(group)
-            chunk_start = time.monotonic()
-            task_objs = []
-            for variant in variants:
-                base = bases.setdefault(variant.task, base_task_config(variant.task))
-                task_objs.append(InstructEvalTask(config=variant_config(base, variant, prof, metadata[variant.name])))
-            results = lm_eval.simple_evaluate(
-                model=lm,
-                tasks=task_objs,
-                log_samples=log_samples,
-                verbosity="ERROR",
-            )
-            samples = results.pop("samples", {}) if log_samples else {}
-            results.pop("samples", None)
-            results["config"]["model"] = model
-            results["config"]["model_args"] = args_dict
-            results["config"]["batch_size"] = batch_size
-            results["config"]["device"] = device
-            results["model_name"] = label
-            stamp = _dt.datetime.now().strftime("%Y-%m-%dT%H-%M-%S.%f")
-            # One file per pending set: extending a sweep never overwrites earlier chunks' results.
-            chunk_key = f"{chunk}__{fingerprint({'variants': [v.name for v in variants]})[:8]}"
-            path = store.write_chunk(chunk_key, results, samples, stamp)
-            report.result_files.append(path)
-            report.evaluated += len(variants)
-            seconds = time.monotonic() - chunk_start
-            for variant in variants:
-                metric, value = _primary(results["results"].get(variant.name, {}))
-                shown = "n/a" if value is None else f"{value:.3f}"
-                bar.write(f"done {variant.name}: {metric}={shown} ({seconds / len(variants):.1f} s)", file=sys.stderr)
-            bar.update(len(variants))
+        with stop:
+            for chunk, group in groupby(pending, key=lambda v: v.chunk):
+                variants = list(group)
+                chunk_start = time.monotonic()
+                results, samples = evaluate_chunk(lm, variants, prof, metadata, bases, log_samples=log_samples)
+                results["config"].update(model=model, model_args=args_dict, batch_size=batch_size, device=device)
+                results["model_name"] = label
+                stamp = _dt.datetime.now().strftime("%Y-%m-%dT%H-%M-%S.%f")
+                # One file per pending set: extending a sweep never overwrites earlier chunks' results.
+                chunk_key = f"{chunk}__{fingerprint({'variants': [v.name for v in variants]})[:8]}"
+                path = store.write_chunk(chunk_key, results, samples, stamp)
+                report.result_files.append(path)
+                report.evaluated += len(variants)
+                seconds = time.monotonic() - chunk_start
+                for variant in variants:
+                    metric, value = _primary(results["results"].get(variant.name, {}))
+                    shown = "n/a" if value is None else f"{value:.3f}"
+                    bar.write(f"done {variant.name}: {metric}={shown} ({seconds / len(variants):.1f} s)", file=sys.stderr)
+                bar.update(len(variants))
+                if stop.requested:
+                    raise KeyboardInterrupt
     except KeyboardInterrupt:
         bar.close()
         echo(f"interrupted after {report.evaluated} variants; finished chunks are saved in {store.root}. "
@@ -228,3 +240,4 @@ def run_sweep(
     report.seconds = time.monotonic() - start
     echo(f"sweep finished: {report.evaluated} variants evaluated in {report.seconds:.0f} s -> {store.root}")
     return report
+

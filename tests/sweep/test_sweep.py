@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -131,34 +130,47 @@ def test_rerun_skips_everything_and_a_changed_protocol_is_refused(finished_sweep
         run_sweep(**common, overrides={"instructions_per_method": 1, "test_sample": 8}, dry_run=True)
 
 
-def _run_cli(args: list[str], **kwargs) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    return subprocess.Popen([sys.executable, "-m", "instructeval_tasks.cli", *args], cwd=REPO, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kwargs)
+def _sweep_args(tiny_model_dir: Path, tiny_data_dir: Path, out: Path, tasks: str) -> list[str]:
+    return ["run", "--model", "hf", "--model_args", f"pretrained={tiny_model_dir},dtype=float32",
+            "--tasks", tasks, "--methods", "null,generic", "--profile", "quick",
+            "--instructions-per-method", "2", "--test-sample", "4", "--data-dir", str(tiny_data_dir),
+            "--output", str(out), "--device", "cpu"]
+
+
+def _run_cli(args: list[str], log: Path) -> tuple[int, str]:
+    """Run ``instructeval ARGS`` to completion; output goes to a file (a pipe could fill and block)."""
+    with log.open("w") as sink:
+        code = subprocess.run([sys.executable, "-m", "instructeval_tasks.cli", *args], cwd=REPO,
+                              stdout=sink, stderr=subprocess.STDOUT, timeout=600).returncode
+    return code, log.read_text()
+
+
+def _interrupt_after_first_chunk(args: list[str], out: Path, sig: int, log: Path) -> tuple[int, str]:
+    """Start a sweep, send ``sig`` as soon as its first results file exists, return (code, output)."""
+    with log.open("w") as sink:
+        proc = subprocess.Popen([sys.executable, "-m", "instructeval_tasks.cli", *args], cwd=REPO,
+                                stdout=sink, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and proc.poll() is None:
+            if list(out.rglob("results_*.json")):
+                proc.send_signal(sig)
+                break
+            time.sleep(0.02)
+        code = proc.wait(timeout=300)
+    return code, log.read_text()
 
 
 def test_kill_9_mid_sweep_then_rerun_finishes_without_recomputing(tmp_path, tiny_model_dir, tiny_data_dir):
     out = tmp_path / "out"
-    args = ["run", "--model", "hf", "--model_args", f"pretrained={tiny_model_dir},dtype=float32",
-            "--tasks", "agnews,boolq,emotion", "--methods", "null,generic", "--profile", "quick",
-            "--instructions-per-method", "2", "--test-sample", "4", "--data-dir", str(tiny_data_dir),
-            "--output", str(out), "--device", "cpu"]
-    proc = _run_cli(args)
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline and proc.poll() is None:
-        if list(out.rglob("results_*.json")):
-            proc.send_signal(signal.SIGKILL)
-            break
-        time.sleep(0.02)
-    proc.wait(timeout=60)
-    assert proc.returncode == -signal.SIGKILL, "the sweep finished before it could be killed"
+    args = _sweep_args(tiny_model_dir, tiny_data_dir, out, "agnews,boolq,emotion")
+    code, output = _interrupt_after_first_chunk(args, out, signal.SIGKILL, tmp_path / "first.log")
+    assert code == -signal.SIGKILL, "the sweep finished before it could be killed:\n" + output[-2000:]
     finished_before = set(_variants(out))
     total = 3 * 3 * 7
     assert 0 < len(finished_before) < total
 
-    done = _run_cli(args)
-    output, _ = done.communicate(timeout=600)
-    assert done.returncode == 0, output[-3000:]
+    code, output = _run_cli(args, tmp_path / "second.log")
+    assert code == 0, output[-3000:]
     assert f"{total} planned, {len(finished_before)} skipped (done), {total - len(finished_before)} evaluated" in output
     variants = _variants(out)  # also asserts that no variant is saved twice
     assert len(variants) == total
@@ -168,23 +180,13 @@ def test_kill_9_mid_sweep_then_rerun_finishes_without_recomputing(tmp_path, tiny
 
 def test_ctrl_c_stops_cleanly_and_the_rerun_resumes(tmp_path, tiny_model_dir, tiny_data_dir):
     out = tmp_path / "out"
-    args = ["run", "--model", "hf", "--model_args", f"pretrained={tiny_model_dir},dtype=float32",
-            "--tasks", "agnews,imdb", "--methods", "null,generic", "--profile", "quick",
-            "--instructions-per-method", "2", "--test-sample", "4", "--data-dir", str(tiny_data_dir),
-            "--output", str(out), "--device", "cpu"]
-    proc = _run_cli(args)
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline and proc.poll() is None:
-        if list(out.rglob("results_*.json")):
-            proc.send_signal(signal.SIGINT)
-            break
-        time.sleep(0.02)
-    output, _ = proc.communicate(timeout=120)
-    assert proc.returncode == 130, output[-2000:]
+    args = _sweep_args(tiny_model_dir, tiny_data_dir, out, "agnews,imdb")
+    code, output = _interrupt_after_first_chunk(args, out, signal.SIGINT, tmp_path / "first.log")
+    assert code == 130, output[-2000:]
     assert "Run the same command again to resume" in output
     partial = len(_variants(out))
-    done = _run_cli(args)
-    output, _ = done.communicate(timeout=600)
-    assert done.returncode == 0, output[-3000:]
+    assert 0 < partial < 2 * 3 * 7
+    code, output = _run_cli(args, tmp_path / "second.log")
+    assert code == 0, output[-3000:]
     assert f"{partial} skipped (done)" in output
     assert len(_variants(out)) == 2 * 3 * 7
