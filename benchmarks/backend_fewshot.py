@@ -34,9 +34,9 @@ def main() -> int:
     parser.add_argument("--dtype", default="bfloat16")
     parser.add_argument("--threads", type=int, default=1, help=bc.THREADS_HELP)
     parser.add_argument("--method", default="generic", help="instruction bank method of the prefix (default generic)")
-    parser.add_argument("--noise-items", type=int, default=25,
-                        help="also measure the stock backend's own batch-size noise on this many items of demo set 0 "
-                             "(hf at batch size 1 vs --batch-size), the floor for bf16 score identity; 0 skips")
+    parser.add_argument("--noise-batch-size", type=int, default=4,
+                        help="also run hf at this batch size on the same variants: the stock backend's own batch-size "
+                             "noise, the floor for score identity in bf16 (default 4; 0 skips)")
     args = parser.parse_args()
     skip = bc.missing_inputs(args.model_dir, args.data_dir)
     if skip:
@@ -92,8 +92,8 @@ def main() -> int:
     bc.say(f"acc / acc_per_token identical in all {len(so)} variants: {identical}")
     for task in sorted(so):
         bc.say(f"  {task}: hf {so[task]}  instructeval-hf {sn[task]}")
-    if args.noise_items:
-        noise_floor(args, variants[0])
+    if args.noise_batch_size:
+        noise_floor(args, variants, runs)
     speed = old["counts"]["lm_seconds"] / new["counts"]["lm_seconds"]
     bc.say(f"targets: speed-up >= 5x on model time: {speed:.1f}x {'MET' if speed >= 5 else 'NOT MET'}; "
            f"forward tokens <= 1.3x bound: {ratio_bound:.2f}x {'MET' if ratio_bound <= 1.3 else 'NOT MET'}; "
@@ -101,22 +101,32 @@ def main() -> int:
     return 0
 
 
-def noise_floor(args, variant: dict) -> None:
-    """hf at batch size 1 vs hf and instructeval-hf at --batch-size, on a small subset."""
+def predictions(results: dict) -> dict[tuple[str, int], int]:
+    """The predicted choice (argmax log-likelihood, as ``acc``) of every doc."""
+    out = {}
+    for task, samples in results["samples"].items():
+        for sample in samples:
+            lls = [float(r[0]) for r in sample["filtered_resps"]]
+            out[(task, sample["doc_id"])] = max(range(len(lls)), key=lls.__getitem__)
+    return out
+
+
+def noise_floor(args, variants: list[dict], runs: dict) -> None:
+    """hf at --noise-batch-size on the same variants: how much the stock backend moves by itself."""
     import lm_eval
 
-    runs = {}
-    for backend, bs in (("hf", args.batch_size), ("hf", 1), ("instructeval-hf", args.batch_size)):
-        lm = bc.load_lm(backend, args.model_dir, bs, args.dtype)
-        tasks = bc.task_objects("agnews", [variant], data_dir=args.data_dir, model_dir=args.model_dir, items=args.noise_items)
-        runs[(backend, bs)] = lm_eval.simple_evaluate(model=lm, tasks=tasks, log_samples=True, verbosity="ERROR")
-        del lm
-    ref = runs[("hf", args.batch_size)]
-    bc.say(f"noise floor on {args.noise_items} items of {variant['name']} ({args.dtype}), vs hf at batch size {args.batch_size}:")
-    for key in (("hf", 1), ("instructeval-hf", args.batch_size)):
-        r = runs[key]
-        bc.say(f"  {key[0]} batch size {key[1]}: max |Δ log-likelihood| {bc.max_loglik_delta(ref, r):.2e}, "
-               f"scores {'identical' if bc.scores(r) == bc.scores(ref) else 'different'} ({bc.scores(r)} vs {bc.scores(ref)})")
+    lm = bc.load_lm("hf", args.model_dir, args.noise_batch_size, args.dtype)
+    tasks = bc.task_objects("agnews", variants, data_dir=args.data_dir, model_dir=args.model_dir, items=args.items)
+    other = lm_eval.simple_evaluate(model=lm, tasks=tasks, log_samples=True, verbosity="ERROR")
+    ref = runs["hf"]["results"]
+    base = predictions(ref)
+    bc.say(f"noise floor ({args.dtype}), each vs hf at batch size {args.batch_size} on the same {len(base)} docs:")
+    for label, res in ((f"hf at batch size {args.noise_batch_size}", other),
+                       (f"instructeval-hf at batch size {args.batch_size}", runs["instructeval-hf"]["results"])):
+        pred = predictions(res)
+        flips = sum(pred[k] != v for k, v in base.items())
+        bc.say(f"  {label:32} max |Δ log-likelihood| {bc.max_loglik_delta(ref, res):.2e}, predicted label differs on "
+               f"{flips} docs, scores {'identical' if bc.scores(res) == bc.scores(ref) else 'different'}")
 
 
 if __name__ == "__main__":

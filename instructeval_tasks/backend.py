@@ -15,10 +15,11 @@ tokenisation (``_encode_pair``, BOS handling, left truncation to ``max_length``)
   string or after ``max_gen_toks``, and post-processed as ``HFLM.generate_until`` does.
 
 It falls back to the parent ``HFLM`` code, explicitly and with a logged reason, for anything else:
-``loglikelihood_rolling``, seq2seq models, attention implementations other than ``sdpa``/``eager``,
+``loglikelihood_rolling``, seq2seq and multimodal models (a vision/audio config, or requests with
+extra arguments), attention implementations other than ``sdpa``/``eager``,
 layer types other than (windowed) attention, sequences longer than a sliding window, sampling or
 extra generation kwargs, generation configs with logits processors, and any model that fails the
-one-time self-check (tree evaluation vs plain forward on a few random tokens). ``prefix_sharing=False``
+one-time self-check (tree evaluation vs plain forwards of a few short token sequences). ``prefix_sharing=False``
 turns the whole backend into plain ``hf``.
 
 Extra ``model_args``: ``prefix_sharing`` (default true) and ``pack_tokens`` (default 32: sibling
@@ -169,6 +170,8 @@ class InstructEvalHFLM(HFLM):
         config = getattr(model, "config", None)
         if config is None or not hasattr(model, "forward"):
             return "not a transformers model"
+        if any(getattr(config, key, None) is not None for key in ("vision_config", "audio_config", "speech_config")):
+            return "multimodal model (text-only requests through the stock code)"
         attn = getattr(config, "_attn_implementation", None)
         if attn not in _SUPPORTED_ATTENTION:
             return f"attention implementation {attn!r} (tree masks need one of {_SUPPORTED_ATTENTION})"
@@ -182,7 +185,7 @@ class InstructEvalHFLM(HFLM):
         if window is not None and max_len > window:
             return f"sequences of {max_len} tokens exceed the attention window ({window})"
         if self._ie_self_check is None:
-            self._ie_self_check = self._ie_run_self_check()
+            self._ie_self_check = self._ie_check_logits_modes()
         if self._ie_self_check:
             return f"self-check failed: {self._ie_self_check}"
         return None
@@ -192,6 +195,20 @@ class InstructEvalHFLM(HFLM):
         if key not in self._ie_noted:
             self._ie_noted.add(key)
             log.warning("instructeval-hf: %s falls back to the stock hf code (%s)", what, reason)
+
+    def _ie_check_logits_modes(self) -> str:
+        """Run the self-check, falling back from a boolean ``logits_to_keep`` to an int one to none
+        (custom model code may not take the newer forms)."""
+        spec = self._ie_spec()
+        modes = {"mask": ["mask", "last", "none"], "last": ["last", "none"]}.get(spec.logits_mode, ["none"])
+        first = ""
+        for mode in modes:
+            spec.logits_mode = mode
+            failure = self._ie_run_self_check()
+            if not failure:
+                return ""
+            first = first or failure
+        return first
 
     def _ie_run_self_check(self) -> str:
         """Tree evaluation (shared pasts, packing, deferred groups) vs a plain forward of each sequence.
@@ -428,7 +445,7 @@ class InstructEvalHFLM(HFLM):
     def generate_until(self, requests, disable_tqdm: bool = False):
         if not requests:
             return []
-        if not self.prefix_sharing or self.backend != "causal":
+        if not self.prefix_sharing or self.backend != "causal" or any(len(r.args) != 2 for r in requests):
             return super().generate_until(requests, disable_tqdm=disable_tqdm)
         results: list[str | None] = [None] * len(requests)
         groups: dict[str, list[int]] = {}

@@ -11,13 +11,15 @@ any request needs is computed exactly once:
                           │                    └─ "doc 2 text" ...
                           └─ "demos (seed 1)" ─ ...
 
-The tree is evaluated top-down in batched forward passes. One batch row is a *fragment*: a set of
-nodes below a node ``q`` whose key/value cache (KV) is already known, laid out in depth-first order
-and packed up to a token budget; siblings of one parent share a row. The row attends to the KV of
-``q``'s path (the "past", left-padded to the longest past of the batch) and, inside the row, every
-token attends only to the tokens of its own ancestors (a tree-shaped 4D attention mask), with the
-true position ids. A node whose children did not fit in its row keeps its KV; its children are
-scheduled next (depth first, so finished subtrees free their KV early).
+The tree is evaluated top-down in batched forward passes. One batch row is a *fragment*: a node
+below a node ``q`` whose key/value cache (KV) is already known, with as much of its subtree as fits
+(a subtree no longer than the longest sequence is never split; tiny sibling subtrees may share a
+row), laid out depth first. The row attends to the KV of ``q``'s path (the "past", left-padded to
+the longest past of the batch) and, inside the row, every token attends only to its own ancestors
+(a tree-shaped 4D attention mask), with the true position ids. A node whose children did not fit in
+its row keeps its KV, and its children are scheduled next (depth first, so finished subtrees free
+their KV early). Built rows wait in a pool sorted by length; a pass takes the longest rows that fit
+``batch_size`` x (longest sequence) tokens, so padding stays small.
 
 For log-likelihood the logits are taken only at the positions a request scores; for generation the
 last context position gives the first greedy token and the tree's KV is the prompt cache from which
@@ -85,7 +87,6 @@ class PrefixTree:
     def __init__(self, seqs: Sequence[Sequence[int]]) -> None:
         self.root = Node(0, 0, (), None)
         self.terminal: list[Node] = [self.root] * len(seqs)
-        arrays = [np.asarray(s, dtype=np.int64) for s in seqs]
         order = sorted(range(len(seqs)), key=lambda i: seqs[i])
         stack = [self.root]  # the rightmost path, by increasing depth
         prev: np.ndarray | None = None
@@ -93,7 +94,8 @@ class PrefixTree:
             seq = seqs[i]
             if not len(seq):
                 raise ValueError("empty token sequence")
-            shared = 0 if prev is None else _lcp(prev, arrays[i])
+            current = np.asarray(seq, dtype=np.int64)
+            shared = 0 if prev is None else _lcp(prev, current)
             last = None
             while stack[-1].end > shared:
                 last = stack.pop()
@@ -112,7 +114,7 @@ class PrefixTree:
             stack.append(node)
             node.terminal.append(i)
             self.terminal[i] = node
-            prev = arrays[i]
+            prev = current
         # subtree sizes, children before parents
         for node in [*reversed(list(self.nodes())), self.root]:
             node.size = node.length + sum(c.size for c in node.children)
@@ -254,6 +256,7 @@ class TreeEvaluator:
     separates the forward tokens from the distinct-token bound)."""
 
     POOL_PASSES = 8  # rows of up to this many passes wait in the pool, sorted by length
+    MIN_FILL = 0.75  # a pass takes no row shorter than this fraction of its longest (see ``run``)
 
     def __init__(self, tree: PrefixTree, spec: ModelSpec, token_budget: int, subtree_tokens: int,
                  pack_tokens: int = 32, keep_all_kv: bool = False) -> None:
@@ -444,6 +447,10 @@ class TreeEvaluator:
             pool.sort(key=lambda r: r.length, reverse=True)
             take, lmax = 1, pool[0].length
             while take < len(pool) and (take + 1) * lmax <= self.token_budget:
+                # rows much shorter than the longest wait for a pass of their own, once this one is
+                # worth running (padding is wasted compute)
+                if pool[take].length < self.MIN_FILL * lmax and take * lmax >= self.token_budget // 4:
+                    break
                 take += 1
             rows, pool = pool[:take], pool[take:]
             pooled -= sum(r.length for r in rows)

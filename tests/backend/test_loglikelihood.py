@@ -162,3 +162,43 @@ def test_unsupported_model_falls_back_with_a_reason(make_pair, caplog):
     finally:
         model.config._attn_implementation = saved
     assert pair.new._ie_unsupported(10) is None
+
+
+@pytest.mark.parametrize("model", ["gpt2", "llama-nobos"])
+def test_eager_attention_equals_stock(make_pair, model):
+    # eager attention takes the tree mask as an additive float mask
+    pair = make_pair(model, batch_size=4, max_length=MAX_LENGTH, attn_implementation="eager")
+    assert pair.new.model.config._attn_implementation == "eager"
+    reqs = instances(request_args())
+    want, got = pair.stock.loglikelihood(reqs), pair.new.loglikelihood(reqs)
+    assert pair.new.prefix_stats.get("distinct_tokens")
+    assert max(abs(a[0] - b[0]) for a, b in zip(want, got)) <= TOL
+    assert [a[1] for a in want] == [b[1] for b in got]
+
+
+@pytest.mark.parametrize("mode", ["last", "none"])
+def test_other_logits_modes(make_pair, mode):
+    # models whose forward takes no boolean (or no) logits_to_keep
+    pair = make_pair("llama-bos", batch_size=4, max_length=MAX_LENGTH)
+    spec = pair.new._ie_spec()
+    saved = spec.logits_mode
+    try:
+        spec.logits_mode = mode
+        reqs = instances(request_args())
+        want, got = pair.stock.loglikelihood(reqs), pair.new.loglikelihood(reqs)
+    finally:
+        spec.logits_mode = saved
+    assert pair.new.prefix_stats.get("distinct_tokens")
+    assert max(abs(a[0] - b[0]) for a, b in zip(want, got)) <= TOL
+    assert [a[1] for a in want] == [b[1] for b in got]
+
+
+def test_add_bos_token_model_arg(make_pair):
+    # add_bos_token=True on a tokenizer that adds no BOS by default (HFLM passes add_special_tokens=True)
+    pair = make_pair("llama-nobos", batch_size=8, max_length=MAX_LENGTH, add_bos_token=True)
+    reqs = instances(request_args())
+    want, got = pair.stock.loglikelihood(reqs), pair.new.loglikelihood(reqs)
+    assert pair.new.prefix_stats.get("distinct_tokens")
+    assert max(abs(a[0] - b[0]) for a, b in zip(want, got)) <= TOL
+    assert [a[1] for a in want] == [b[1] for b in got]
+    assert pair.new.tok_encode("Category: World")[0] == pair.new.tokenizer.bos_token_id
