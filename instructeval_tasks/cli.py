@@ -18,6 +18,7 @@ SUBCOMMANDS = (
     "instructeval_tasks.commands.prepare_model",
     "instructeval_tasks.commands.run",
     "instructeval_tasks.commands.banks",
+    "instructeval_tasks.commands.induce",
     "instructeval_tasks.commands.aggregate",
 )
 
