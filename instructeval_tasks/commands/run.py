@@ -31,7 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--output", "--output_path", dest="output", required=True, help="output folder")
     parser.add_argument("--data-dir", "--data_dir", dest="data_dir", default=None,
                         help="local data <dir>/<task>/{train,eval}.jsonl (default: $INSTRUCTEVAL_DATA_DIR, else the HF hub)")
-    parser.add_argument("--bank-dir", dest="bank_dir", default=None, help="instruction bank folder (default: the shipped banks)")
+    parser.add_argument("--bank-dir", dest="bank_dir", default=None, help="extra instruction bank folder(s), layered over the shipped banks (os.pathsep-separated)")
     parser.add_argument("--model-label", dest="model_label", default=None, help="folder name of this model's results")
     parser.add_argument("--batch_size", "--batch-size", dest="batch_size", default="8", help="harness batch size (default 8)")
     parser.add_argument("--max_batch_size", "--max-batch-size", dest="max_batch_size", type=int, default=None)

@@ -59,6 +59,10 @@ def atomic_write_text(path: Path, text: str) -> None:
             out.write(text)
             out.flush()
             os.fsync(out.fileno())
+        # mkstemp creates 0600 files; results are ordinary files, so apply the usual umask.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
