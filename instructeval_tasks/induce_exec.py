@@ -27,6 +27,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from . import object_task_manager
 from .induce_common import InduceError, make_task, write_rows_dir
 from .specs import TaskSpec
 
@@ -79,7 +80,8 @@ def execution_accuracy(
             for name, (method, text) in zip(names, instructions)
         ]
         results = lm_eval.simple_evaluate(
-            model=lm, tasks=task_objs, log_samples=False, bootstrap_iters=0, verbosity="ERROR"
+            model=lm, tasks=task_objs, log_samples=False, bootstrap_iters=0, verbosity="ERROR",
+            task_manager=object_task_manager(),
         )
     table = results["results"]
     scores: list[float] = []

@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 from instructeval_banks import join_bank_dirs, load_layered_bank
 
-from .. import TASKS_DIR, __version__
+from .. import TASKS_DIR, __version__, object_task_manager
 from ..specs import TASK_SPECS, get_spec
 from .plan import MODEL_ARG_KEYS, Variant, build_plan, fingerprint
 from .profiles import Profile, get_profile
@@ -89,11 +89,31 @@ def variant_config(base: dict[str, Any], variant: Variant, profile: Profile, met
     return cfg
 
 
+# Local transformers backends: without a device, HFLM asks for "cuda" and the model load fails on a
+# CPU-only machine (transformers' allocator warm-up asserts), although HFLM itself would fall back.
+_LOCAL_HF_BACKENDS = ("hf", "hf-auto", "huggingface", "instructeval-hf")
+
+
+def default_device(model: str) -> str | None:
+    """``"cuda"`` or ``"cpu"`` (whichever torch can use) for the local HF backends; None for others,
+    which keep their own default.
+
+        >>> default_device("local-completions") is None
+        True
+    """
+    if model not in _LOCAL_HF_BACKENDS:
+        return None
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
 def load_model(model: str, model_args: str | dict | None, *, batch_size: int | str, max_batch_size: int | None, device: str | None):
     """The harness LM, created once for the whole sweep."""
     import lm_eval.api.registry
 
     cls = lm_eval.api.registry.get_model(model)
+    device = device or default_device(model)
     extra = {"batch_size": batch_size, "max_batch_size": max_batch_size, "device": device}
     if isinstance(model_args, dict):
         return cls.create_from_arg_obj(model_args, extra)
@@ -118,7 +138,8 @@ def evaluate_chunk(
     for variant in variants:
         base = bases.setdefault(variant.task, base_task_config(variant.task))
         tasks.append(InstructEvalTask(config=variant_config(base, variant, profile, metadata[variant.name])))
-    results = lm_eval.simple_evaluate(model=lm, tasks=tasks, log_samples=log_samples, verbosity="ERROR")
+    results = lm_eval.simple_evaluate(model=lm, tasks=tasks, log_samples=log_samples, verbosity="ERROR",
+                                      task_manager=object_task_manager())
     samples = results.pop("samples", {}) if log_samples else {}
     results.pop("samples", None)
     return results, samples
@@ -205,6 +226,7 @@ def run_sweep(
 
     datasets.disable_progress_bars()  # one sweep bar, not one "Map" bar per variant
     if lm is None:
+        device = device or default_device(model)  # recorded in every results file's config
         lm = load_model(model, model_args, batch_size=batch_size, max_batch_size=max_batch_size, device=device)
     bases: dict[str, dict[str, Any]] = {}
     bar = tqdm(total=len(pending), unit="variant", desc="sweep", disable=not progress, file=sys.stderr)

@@ -13,6 +13,7 @@ import pytest
 
 from instructeval_banks import load_bank
 from instructeval_tasks.sweep import build_plan, get_profile, run_sweep
+from instructeval_tasks.sweep.runner import default_device
 from instructeval_tasks.sweep.store import SweepStoreError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -69,8 +70,7 @@ def finished_sweep(tmp_path_factory, tiny_model_dir, tiny_data_dir):
         profile="quick",
         overrides={"instructions_per_method": 1, "test_sample": 4},
         data_dir=str(tiny_data_dir),
-        device="cpu",
-        progress=False,
+        progress=False,  # no device: the runner picks one (cpu here, not HFLM's failing "cuda" default)
     )
     return out, report
 
@@ -94,6 +94,16 @@ def test_sweep_records_the_protocol_of_every_variant(finished_sweep):
             assert meta["num_fewshot"] == 0 and meta["demo_ids"] == []
     sweep_json = json.loads(next(out.rglob("sweep.json")).read_text())
     assert sweep_json["profile"]["name"] == "quick" and len(sweep_json["variants"]) == len(variants)
+    configs = [json.loads(p.read_text())["config"] for p in report.result_files]
+    assert {c["device"] for c in configs} == {default_device("hf")} != {None}
+
+
+def test_default_device_only_for_local_hf_backends():
+    import torch
+
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert default_device("hf") == default_device("instructeval-hf") == expected
+    assert default_device("local-completions") is None and default_device("vllm") is None
 
 
 def test_selections_differ_and_orderings_permute_one_set(finished_sweep):
@@ -190,3 +200,26 @@ def test_ctrl_c_stops_cleanly_and_the_rerun_resumes(tmp_path, tiny_model_dir, ti
     assert code == 0, output[-3000:]
     assert f"{partial} skipped (done)" in output
     assert len(_variants(out)) == 2 * 3 * 7
+
+
+def test_chunks_share_one_task_manager_without_the_builtin_index(tmp_path, tiny_data_dir, monkeypatch):
+    """simple_evaluate given no manager indexes every built-in harness task on each call; the runner
+    evaluates chunk by chunk, so it must hand over one index-free manager."""
+    from lm_eval.tasks import TaskManager
+
+    import instructeval_tasks
+
+    instructeval_tasks.object_task_manager.cache_clear()
+    built: list[bool] = []
+    init = TaskManager.__init__
+
+    def counting_init(self, *args, **kwargs):
+        built.append(bool(kwargs.get("include_defaults", True)))
+        init(self, *args, **kwargs)
+
+    monkeypatch.setattr(TaskManager, "__init__", counting_init)
+    report = run_sweep(model="dummy", model_args="", tasks="agnews,imdb", methods="null,generic", output=tmp_path,
+                       overrides={"instructions_per_method": 1, "test_sample": 2, "settings": ["zero_shot"]},
+                       data_dir=str(tiny_data_dir), progress=False)
+    assert report.evaluated == 4 and len(report.result_files) == 4  # four chunks, one variant each
+    assert built == [False]
