@@ -42,6 +42,8 @@ def offline() -> None:
     os.environ.update(HF_DATASETS_OFFLINE="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
 
 
+DTYPE_HELP = ("model dtype (default float32: scores of both backends are then identical, and bfloat16 is only faster on CPUs with native bf16 (AVX512-BF16/AMX); without it PyTorch emulates it several times slower)")
+
 THREADS_HELP = ("torch CPU threads, also passed to subprocesses as OMP_NUM_THREADS (default 1: on a shared 2-core "
                 "machine two OpenMP threads stall behind other jobs and timings become noise); 0 keeps torch's default")
 
@@ -131,6 +133,13 @@ def task_objects(task: str, variants: list[dict[str, Any]], *, data_dir: str | P
     return out
 
 
+def task_manager():
+    """The one index-free TaskManager for task objects (see ``instructeval_tasks.object_task_manager``)."""
+    from instructeval_tasks import object_task_manager
+
+    return object_task_manager()
+
+
 def distinct_token_bound(rows: list[tuple[int, ...]]) -> int:
     """Distinct token positions over the model input rows: the tokens of the distinct prefixes plus
     the distinct suffix tokens, i.e. the size of the token trie: sum(len) - sum(LCP of sorted neighbours)."""
@@ -176,14 +185,19 @@ def scores(results: dict, keys=("acc,none", "acc_per_token,none", "quasi_exact_m
     return {task: {k: r[k] for k in keys if k in r} for task, r in results["results"].items()}
 
 
-def max_loglik_delta(a: dict, b: dict) -> float:
-    worst = 0.0
+def loglik_deltas(a: dict, b: dict) -> list[float]:
+    """|Δ log-likelihood| of every loglikelihood request, matched by task, doc and choice."""
+    out = []
     for task, samples in a["samples"].items():
         for x, y in zip(samples, b["samples"][task], strict=True):
             for rx, ry in zip(x["resps"], y["resps"], strict=True):
                 if isinstance(rx[0], (list, tuple)):
-                    worst = max(worst, abs(float(rx[0][0]) - float(ry[0][0])))
-    return worst
+                    out.append(abs(float(rx[0][0]) - float(ry[0][0])))
+    return out
+
+
+def max_loglik_delta(a: dict, b: dict) -> float:
+    return max(loglik_deltas(a, b), default=0.0)
 
 
 def say(line: str = "") -> None:

@@ -31,12 +31,16 @@ def main() -> int:
     parser.add_argument("--shots", type=int, default=6)
     parser.add_argument("--seeds", type=int, default=4)
     parser.add_argument("--batch-size", "--batch_size", dest="batch_size", type=int, default=8)
-    parser.add_argument("--dtype", default="bfloat16")
+    parser.add_argument("--dtype", default="float32", help=bc.DTYPE_HELP)
     parser.add_argument("--threads", type=int, default=1, help=bc.THREADS_HELP)
     parser.add_argument("--method", default="generic", help="instruction bank method of the prefix (default generic)")
-    parser.add_argument("--noise-batch-size", type=int, default=4,
+    parser.add_argument("--noise-batch-size", type=int, default=None,
                         help="also run hf at this batch size on the same variants: the stock backend's own batch-size "
-                             "noise, the floor for score identity in bf16 (default 4; 0 skips)")
+                             "noise, the floor for score identity in reduced precision (default: 4 unless --dtype is "
+                             "float32, where scores are identical and this is skipped; 0 skips)")
+    parser.add_argument("--fp32-reference", action="store_true",
+                        help="also run hf in float32 on the same variants and report how far each backend's "
+                             "log-likelihoods and predictions are from it (when --dtype is not float32)")
     args = parser.parse_args()
     skip = bc.missing_inputs(args.model_dir, args.data_dir)
     if skip:
@@ -52,6 +56,10 @@ def main() -> int:
          "demo_seed": seed}
         for seed in range(args.seeds)
     ]
+    # warm-up: the first simple_evaluate of a process pays one-off imports and dataset caching
+    lm_eval.simple_evaluate(model="dummy", tasks=bc.task_objects("agnews", variants[:1], data_dir=args.data_dir,
+                                                                  model_dir=args.model_dir, items=2), verbosity="ERROR",
+                                                                  task_manager=bc.task_manager())
     runs: dict[str, dict] = {}
     for backend in ("instructeval-hf", "hf"):
         lm = bc.load_lm(backend, args.model_dir, args.batch_size, args.dtype)
@@ -59,7 +67,8 @@ def main() -> int:
         tasks = bc.task_objects("agnews", variants, data_dir=args.data_dir, model_dir=args.model_dir, items=args.items)
         bc.reset()
         start = time.perf_counter()
-        results = lm_eval.simple_evaluate(model=lm, tasks=tasks, log_samples=True, verbosity="ERROR")
+        results = lm_eval.simple_evaluate(model=lm, tasks=tasks, log_samples=True, verbosity="ERROR",
+                                          task_manager=bc.task_manager())
         runs[backend] = {"seconds": time.perf_counter() - start, "counts": dict(counts), "results": results,
                          "stats": dict(getattr(lm, "prefix_stats", {}) or {})}
         if backend == "hf":
@@ -71,7 +80,8 @@ def main() -> int:
     new, old = runs["instructeval-hf"], runs["hf"]
     sn, so = bc.scores(new["results"]), bc.scores(old["results"])
     identical = sn == so
-    delta = bc.max_loglik_delta(new["results"], old["results"])
+    deltas = bc.loglik_deltas(new["results"], old["results"])
+    delta, mean_delta = max(deltas), sum(deltas) / len(deltas)
     bc.say(f"few-shot AG News: {args.items} items x {args.seeds} demo seeds, K={args.shots}, method={args.method}, "
            f"{n_requests} loglikelihood requests ({stock_rows} distinct model rows), batch_size={args.batch_size}, "
            f"{args.dtype}, CPU threads={__import__('torch').get_num_threads()}")
@@ -88,12 +98,16 @@ def main() -> int:
     ratio_bound = new["counts"]["forward_tokens"] / bound
     bc.say(f"{'distinct-token lower bound':34}{bound:>16d}   (forward tokens / bound: instructeval-hf "
            f"{ratio_bound:.2f}, hf {old['counts']['forward_tokens'] / bound:.2f})")
-    bc.say(f"max |Δ log-likelihood| over {n_requests} requests: {delta:.2e}")
+    bc.say(f"max |Δ log-likelihood| over {n_requests} requests: {delta:.2e} (mean {mean_delta:.2e})")
     bc.say(f"acc / acc_per_token identical in all {len(so)} variants: {identical}")
     for task in sorted(so):
         bc.say(f"  {task}: hf {so[task]}  instructeval-hf {sn[task]}")
+    if args.noise_batch_size is None:
+        args.noise_batch_size = 0 if args.dtype == "float32" else 4
     if args.noise_batch_size:
         noise_floor(args, variants, runs)
+    if args.fp32_reference and args.dtype != "float32":
+        fp32_reference(args, variants, runs)
     speed = old["counts"]["lm_seconds"] / new["counts"]["lm_seconds"]
     bc.say(f"targets: speed-up >= 5x on model time: {speed:.1f}x {'MET' if speed >= 5 else 'NOT MET'}; "
            f"forward tokens <= 1.3x bound: {ratio_bound:.2f}x {'MET' if ratio_bound <= 1.3 else 'NOT MET'}; "
@@ -117,7 +131,8 @@ def noise_floor(args, variants: list[dict], runs: dict) -> None:
 
     lm = bc.load_lm("hf", args.model_dir, args.noise_batch_size, args.dtype)
     tasks = bc.task_objects("agnews", variants, data_dir=args.data_dir, model_dir=args.model_dir, items=args.items)
-    other = lm_eval.simple_evaluate(model=lm, tasks=tasks, log_samples=True, verbosity="ERROR")
+    other = lm_eval.simple_evaluate(model=lm, tasks=tasks, log_samples=True, verbosity="ERROR",
+                                    task_manager=bc.task_manager())
     ref = runs["hf"]["results"]
     base = predictions(ref)
     bc.say(f"noise floor ({args.dtype}), each vs hf at batch size {args.batch_size} on the same {len(base)} docs:")
@@ -125,8 +140,27 @@ def noise_floor(args, variants: list[dict], runs: dict) -> None:
                        (f"instructeval-hf at batch size {args.batch_size}", runs["instructeval-hf"]["results"])):
         pred = predictions(res)
         flips = sum(pred[k] != v for k, v in base.items())
-        bc.say(f"  {label:32} max |Δ log-likelihood| {bc.max_loglik_delta(ref, res):.2e}, predicted label differs on "
+        deltas = bc.loglik_deltas(ref, res)
+        bc.say(f"  {label:32} |Δ log-likelihood| max {max(deltas):.2e} mean {sum(deltas) / len(deltas):.2e}, predicted label differs on "
                f"{flips} docs, scores {'identical' if bc.scores(res) == bc.scores(ref) else 'different'}")
+
+
+def fp32_reference(args, variants: list[dict], runs: dict) -> None:
+    """Distance of each backend's results from hf in float32 (the numerically better reference)."""
+    import lm_eval
+
+    lm = bc.load_lm("hf", args.model_dir, args.batch_size, "float32")
+    tasks = bc.task_objects("agnews", variants, data_dir=args.data_dir, model_dir=args.model_dir, items=args.items)
+    ref = lm_eval.simple_evaluate(model=lm, tasks=tasks, log_samples=True, verbosity="ERROR",
+                                  task_manager=bc.task_manager())
+    base = predictions(ref)
+    bc.say(f"distance from hf in float32 on the same {len(base)} docs (float32 scores {bc.scores(ref)}):")
+    for backend in ("hf", "instructeval-hf"):
+        res = runs[backend]["results"]
+        deltas = bc.loglik_deltas(ref, res)
+        flips = sum(predictions(res)[k] != v for k, v in base.items())
+        bc.say(f"  {backend} in {args.dtype:12} |Δ log-likelihood| max {max(deltas):.2e} mean {sum(deltas) / len(deltas):.2e}, "
+               f"predicted label differs on {flips} docs")
 
 
 if __name__ == "__main__":

@@ -46,7 +46,7 @@ def main() -> int:
     parser.add_argument("--shots", type=int, default=6)
     parser.add_argument("--counts", default="1,2,4,8")
     parser.add_argument("--batch-size", "--batch_size", dest="batch_size", type=int, default=8)
-    parser.add_argument("--dtype", default="bfloat16")
+    parser.add_argument("--dtype", default="float32", help=bc.DTYPE_HELP)
     parser.add_argument("--threads", type=int, default=1, help=bc.THREADS_HELP)
     args = parser.parse_args()
     skip = bc.missing_inputs(args.model_dir, args.data_dir)
@@ -72,7 +72,8 @@ def main() -> int:
         requests.clear()
         bc.reset()
         start = time.perf_counter()
-        results = lm_eval.simple_evaluate(model=lm, tasks=tasks, verbosity="ERROR")
+        results = lm_eval.simple_evaluate(model=lm, tasks=tasks, verbosity="ERROR",
+                                          task_manager=bc.task_manager())
         seconds = time.perf_counter() - start
         bound = bc.distinct_token_bound(bc.model_rows(lm, requests))
         rows.append((n, seconds, counts["lm_seconds"], int(counts["forward_tokens"]), bound,

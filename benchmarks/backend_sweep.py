@@ -8,7 +8,11 @@
     one process from the gain of prefix sharing.
 
 Prints wall time of each and the ratios, the model requests and forward passes/tokens each issued,
-and compares every variant's scores (acc, acc_per_token, quasi_exact_match). Needs the prepared
+and compares every variant's scores (acc, acc_per_token, quasi_exact_match). Forward passes/tokens
+of the stock ``hf`` runs count its log-likelihood passes (``_model_call``) only: its generation runs
+inside ``model.generate``; those of ``instructeval-hf`` count every pass, prefill and greedy decoding
+steps included. In bfloat16 a near-tie may flip a variant's score by one item; compare in float32
+(``--dtype float32``) for identity. Needs the prepared
 model and the shared data; exits 0 with a "skip:" line when either is missing.
 
     python benchmarks/backend_sweep.py --model-dir models/smollm2-135m-instruct --data-dir ../shared/data
@@ -98,7 +102,7 @@ def main() -> int:
     parser.add_argument("--tasks", default="agnews,nq_open")
     parser.add_argument("--methods", default="null,generic")
     parser.add_argument("--batch-size", "--batch_size", dest="batch_size", type=int, default=8)
-    parser.add_argument("--dtype", default="bfloat16")
+    parser.add_argument("--dtype", default="float32", help=bc.DTYPE_HELP)
     parser.add_argument("--threads", type=int, default=1, help=bc.THREADS_HELP)
     parser.add_argument("--runner-hf", action="store_true", help="also run the runner with the stock hf backend")
     args = parser.parse_args()

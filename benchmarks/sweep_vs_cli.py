@@ -61,7 +61,7 @@ def main() -> int:
         n_orderings=args.orderings,
         test_sample=args.test_sample,
     )
-    model_args = f"pretrained={args.model_dir},dtype=bfloat16"
+    model_args = f"pretrained={args.model_dir},dtype=float32"
     out = Path(tempfile.mkdtemp(prefix="bench-sweep-"))
 
     install()

@@ -148,3 +148,26 @@ def prepare_model(name: str, out_dir: Path | str, *, install: bool = False) -> P
         encoding="utf-8",
     )
     return out
+
+
+# CPU flags of native bfloat16 matrix arithmetic; without them PyTorch emulates bf16 matmuls, which
+# here ran 8x slower than float32 (AVX2-only machine), while with them bf16 is ~2x faster.
+_BF16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")
+
+
+def cpu_dtype(cpuinfo: str | Path = "/proc/cpuinfo") -> str:
+    """The faster dtype for these models on this CPU: ``"bfloat16"`` when it has native bf16, else
+    ``"float32"`` (also when the flags cannot be read).
+
+        >>> cpu_dtype("/nonexistent")
+        'float32'
+    """
+    try:
+        text = Path(cpuinfo).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return "float32"
+    flags = set()
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            flags.update(line.partition(":")[2].split())
+    return "bfloat16" if any(f in flags for f in _BF16_CPU_FLAGS) else "float32"

@@ -20,8 +20,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from instructeval_tasks.models import prepare_model
+    from instructeval_tasks.models import cpu_dtype, prepare_model
 
     out = prepare_model(args.name, args.out, install=args.install)
-    print(f"ready: lm_eval --model hf --model_args pretrained={out},dtype=bfloat16 ...")
+    # the checkpoint is stored in bfloat16; on a CPU without native bf16, float32 runs much faster
+    print(f"ready: lm_eval --model hf --model_args pretrained={out},dtype={cpu_dtype()} --device cpu ...")
     return 0
