@@ -22,10 +22,14 @@ extra generation kwargs, generation configs with logits processors, and any mode
 one-time self-check (tree evaluation vs plain forwards of a few short token sequences). ``prefix_sharing=False``
 turns the whole backend into plain ``hf``.
 
-Extra ``model_args``: ``prefix_sharing`` (default true) and ``pack_tokens`` (default 32: sibling
-subtrees shorter than this share one batch row). ``batch_size`` keeps its meaning as a memory bound:
-a forward pass holds at most ``batch_size`` x (longest request) tokens, the most a stock ``hf`` batch
-would; rows are usually much shorter than the stock rows, so one pass holds more of them.
+Extra ``model_args``: ``prefix_sharing`` (default true), ``pack_tokens`` (default 32: sibling
+subtrees shorter than this share one batch row) and ``decode_batch_size`` (default ``batch_size``:
+how many requests one greedy decoding step advances together). ``batch_size`` keeps its meaning as a
+memory bound: a forward pass holds at most ``batch_size`` x (longest request) tokens, the most a
+stock ``hf`` batch would; rows are usually much shorter than the stock rows, so one pass holds more
+of them. A decoding step reads every weight once whatever its row count, so on a CPU it costs
+nearly the same for 8 rows as for 32: a larger ``decode_batch_size`` speeds up generation at the
+price of holding that many prompt caches at once.
 
 Registration: importing this module registers ``instructeval-hf``. In other processes the
 stdlib-only ``backend_hook`` module registers a lazy placeholder when the harness's registry is
@@ -79,10 +83,14 @@ def _as_bool(value: Any) -> bool:
 class InstructEvalHFLM(HFLM):
     """``HFLM`` that evaluates shared token prefixes once (see the module docstring)."""
 
-    def __init__(self, *args: Any, prefix_sharing: bool | str = True, pack_tokens: int | str = 32, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, prefix_sharing: bool | str = True, pack_tokens: int | str = 32,
+                 decode_batch_size: int | str | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.prefix_sharing = _as_bool(prefix_sharing)
         self.pack_tokens = max(0, int(pack_tokens))
+        self.decode_batch_size = None if decode_batch_size in (None, "", "None") else int(decode_batch_size)
+        if self.decode_batch_size is not None and self.decode_batch_size < 1:
+            raise ValueError(f"decode_batch_size must be >= 1, got {decode_batch_size!r}")
         self._ie_parent_only = False  # set while HFLM.loglikelihood_rolling runs
         self._ie_tok_cache: dict | None = None
         self._ie_spec_cache: ModelSpec | None = None
@@ -511,6 +519,7 @@ class InstructEvalHFLM(HFLM):
         eos = self._ie_eos_ids()
         batch_size = self._ie_batch_size()
         evaluator = self._ie_evaluator(tree, seqs, batch_size, keep_all_kv=True)
+        decode_rows = self.decode_batch_size or batch_size
 
         def stopped(toks: list[int]) -> bool:
             text = self.tokenizer.decode(toks, skip_special_tokens=False)
@@ -540,8 +549,8 @@ class InstructEvalHFLM(HFLM):
                 node = node.parent
 
         def flush(final: bool) -> None:
-            while len(ready) >= batch_size or (final and ready):
-                batch, ready[:] = ready[:batch_size], ready[batch_size:]
+            while len(ready) >= decode_rows or (final and ready):
+                batch, ready[:] = ready[:decode_rows], ready[decode_rows:]
                 nodes = [tree.terminal[sid] for sid in batch]
                 outs = evaluator.decode(nodes, [first[sid] for sid in batch], max_gen_toks, eos, stopped)
                 for sid, node, toks in zip(batch, nodes, outs):

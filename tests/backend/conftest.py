@@ -76,9 +76,11 @@ class Pair:
 
         from instructeval_tasks.backend import InstructEvalHFLM
 
+        # the new backend's own model_args go to it alone
+        own = {k: kwargs.pop(k) for k in ("prefix_sharing", "pack_tokens", "decode_batch_size") if k in kwargs}
         args = dict(pretrained=str(model_dir), dtype="float32", device="cpu", **kwargs)
         self.stock = HFLM(**args)
-        self.new = InstructEvalHFLM(**args)
+        self.new = InstructEvalHFLM(**args, **own)
 
 
 @pytest.fixture(scope="session")

@@ -49,6 +49,22 @@ def test_greedy_generation_equals_stock(make_pair, model, batch_size):
     assert any(w for w in want), "every generation was empty: nothing compared"
 
 
+@pytest.mark.parametrize("decode_batch_size", [1, 3, 64])
+def test_decode_batch_size_changes_batching_not_text(make_pair, decode_batch_size):
+    pair = make_pair("llama-nobos", batch_size=2, max_length=MAX_LENGTH)
+    wide = make_pair("llama-nobos", batch_size=2, max_length=MAX_LENGTH, decode_batch_size=decode_batch_size)
+    reqs = gen_requests(_stops_seen(pair.stock, gen_requests(["zz"])))
+    assert wide.new.decode_batch_size == decode_batch_size
+    assert wide.new.generate_until(reqs) == pair.stock.generate_until(reqs)
+
+
+def test_decode_batch_size_must_be_positive(model_dirs):
+    from instructeval_tasks.backend import InstructEvalHFLM
+
+    with pytest.raises(ValueError, match="decode_batch_size must be >= 1"):
+        InstructEvalHFLM(pretrained=str(model_dirs["gpt2"]), device="cpu", decode_batch_size=0)
+
+
 def test_sampling_and_extra_kwargs_use_the_stock_code(make_pair, caplog):
     pair = make_pair("gpt2", batch_size=4, max_length=MAX_LENGTH)
     reqs = [Instance("generate_until", {}, (f"Question: {q}\nAnswer:", {"until": ["\n"], "max_gen_toks": 4, "top_k": 1,
