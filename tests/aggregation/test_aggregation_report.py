@@ -96,7 +96,8 @@ def test_registry_patterns_and_user_override(tmp_path):
         "llama13b": ("LLaMA", 13.016),
         "facebook/opt-1.3b": ("OPT", 1.316),
         "facebook__opt-13b": ("OPT", 12.853),
-        "SmolLM2-135M-Instruct": ("LLaMA", 0.135),
+        "SmolLM2-135M-Instruct": ("SmolLM", 0.135),
+        "HuggingFaceTB/SmolLM2-360M": ("SmolLM", None),
         "gemma-3-270m": ("Gemma", 0.268),
         "Qwen2.5-Coder-0.5B-Instruct": ("Qwen", 0.494),
     }
