@@ -196,8 +196,10 @@ def loglik_deltas(a: dict, b: dict) -> list[float]:
     return out
 
 
-def max_loglik_delta(a: dict, b: dict) -> float:
-    return max(loglik_deltas(a, b), default=0.0)
+def loglik_delta_stats(a: dict, b: dict) -> tuple[float, float]:
+    """(max, mean) of ``loglik_deltas(a, b)``; (0, 0) when there are no loglikelihood requests."""
+    deltas = loglik_deltas(a, b)
+    return max(deltas, default=0.0), (sum(deltas) / len(deltas) if deltas else 0.0)
 
 
 def say(line: str = "") -> None:
