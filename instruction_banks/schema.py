@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 import yaml
+from instructeval_tasks.errors import UserError
 
 # The seven methods of the paper, in its display order.
 PAPER_METHODS = ("null", "generic", "promptsource", "adhoc", "low_perplexity", "ape", "rlprompt")
@@ -35,7 +36,7 @@ TEMPLATE_SYNTAX = ("{{", "{%", "{#")
 FILE_KEYS = frozenset({"schema", "method", "tasks", "model", "provenance", "entries", "description"})
 
 
-class BankError(ValueError):
+class BankError(UserError, ValueError):
     """A malformed bank file or a failed lookup; the message names the file, the entry and the fix.
 
     ``errors`` lists every problem found (a validation error may hold several, one per line).

@@ -10,8 +10,8 @@ Examples::
     instructeval run --model hf --model_args pretrained=models/smollm2-135m-instruct --tasks agnews \\
         --methods low_perplexity,ape --bank-dir out/induced --output out/sweep
 
-Definitions: ``instructeval_tasks/induce_perplexity.py`` (perplexity), ``induce_ape.py`` (meta-prompt,
-cleanup, selection) and ``induce_exec.py`` (execution accuracy).
+Definitions: ``instructeval_tasks/induce/perplexity.py`` (perplexity), ``induce/ape.py`` (meta-prompt,
+cleanup, selection) and ``induce/execution.py`` (execution accuracy).
 """
 
 from __future__ import annotations
@@ -74,8 +74,8 @@ KNOBS = (
 def run(args: argparse.Namespace) -> int:
     import sys
 
-    from instructeval_tasks.induce_common import InduceError
-    from instructeval_tasks.induce_run import InduceSettings, run_induce
+    from instructeval_tasks.induce.common import InduceError
+    from instructeval_tasks.induce.run import InduceSettings, run_induce
 
     batch_size = int(args.batch_size) if str(args.batch_size).isdigit() else args.batch_size
     knobs = {key: getattr(args, key) for key in KNOBS}

@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from lm_eval.utils import handle_non_serializable, sanitize_list
+from instructeval_tasks.errors import UserError
 
 
-class SweepStoreError(RuntimeError):
+class SweepStoreError(UserError, RuntimeError):
     """The output folder holds something that conflicts with the planned sweep."""
 
 

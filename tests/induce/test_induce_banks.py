@@ -15,7 +15,7 @@ from instructeval_banks import (
     load_banks,
     load_layered_bank,
 )
-from instructeval_tasks.induce_common import (
+from instructeval_tasks.induce.common import (
     InduceError,
     answer_text,
     candidate_pool,

@@ -16,8 +16,8 @@ import pytest
 import yaml
 
 from instructeval_banks import BankError, check_bank_dir, load_bank, load_bank_dir
-from instructeval_tasks.induce_common import InduceError
-from instructeval_tasks.induce_run import run_induce
+from instructeval_tasks.induce.common import InduceError
+from instructeval_tasks.induce.run import run_induce
 
 POISON = "POISON-EVAL-ROW"
 PPL_KNOBS = {"candidates": "generic", "n_inputs": 3, "k": 3}

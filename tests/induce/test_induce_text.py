@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from instructeval_tasks.induce_ape import (
+from instructeval_tasks.induce.ape import (
     ApeCandidate,
     apply_drops,
     clean_candidate,

@@ -1,0 +1,11 @@
+"""Instruction induction: the automatic selection methods that compute a bank for a model.
+
+- :mod:`.common`: task views over the train split, seeded slices, candidate pools, bank writing;
+- :mod:`.perplexity`: Low Perplexity (SPELL), the pool entries with the lowest perplexity;
+- :mod:`.ape`: APE with Honovich et al.'s instruction-induction prompt, cleanup and selection;
+- :mod:`.execution`: execution accuracy of any instruction on a train slice (APE's ranking measure);
+- :mod:`.run`: ``instructeval induce``, resumable, one bank file per (method, model, task).
+
+The modules ``instructeval_tasks.induce_common``, ``induce_ape``, ``induce_exec``,
+``induce_perplexity`` and ``induce_run`` of earlier releases are aliases of these.
+"""
