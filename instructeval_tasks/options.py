@@ -17,30 +17,39 @@ key                    default  meaning
                                 ``prompt_avoid``, ``prompt_emphasis``, ``prompt_pos_examples``,
                                 ``prompt_definition_pos_examples`` or ``full``; plain entries
                                 ignore it (``instruction_banks/README.md``)
-``demo_seed``          0        seed of the fixed, class-balanced demonstration set
+``demo_seed``          0        seed of the fixed, class-balanced demonstration set (>= 0)
 ``data_dir``           --       local files ``<dir>/<task>/{train,eval}.jsonl``; falls back
                                 to ``$INSTRUCTEVAL_DATA_DIR``, then to the HF hub
 ``test_sample``        --       evaluate a seeded (balanced for classification) sample of
                                 N eval items instead of the whole eval split
-``test_seed``          0        seed of that sample
+``test_seed``          0        seed of that sample (>= 0)
 ``truncate_words``     --       cut text fields to N words + "..." (the original used 100)
 ``score_tokenizer``    --       tokenizer for ``acc_per_token``; default: the model's
                                 ``tokenizer`` or ``pretrained`` (with ``gguf_file``)
 ``order_seed``         --       reorder the fixed demo set (permutational sensitivity);
-                                unset keeps the drawn order
+                                unset keeps the drawn order (>= 0)
 ``order_mode``         seeded   ``seeded`` (an independent string-seeded shuffle) or
                                 ``original`` (the original's cumulative shuffles)
 ``perturbation``       --       ``mild_mix``: perturb the test example's text fields (HELM)
-``perturbation_seed``  0        seed of the per-document perturbation RNG
+``perturbation_seed``  0        seed of the per-document perturbation RNG (>= 0)
 ``perturbation_mode``  document ``document`` (a string-seeded RNG per document and field) or
                                 ``stream`` (the original's single sequential RNG)
 =====================  =======  ==========================================================
 
 K, the number of demonstrations, is the harness's ``num_fewshot`` (YAML default 6).
+
+Any other key is an error naming the closest known key (``--metadata instrution=...`` would
+otherwise evaluate the null instruction), except the keys the harness adds itself
+(``HARNESS_KEYS``), the record-only keys ``instructeval run`` writes (``RECORD_KEYS``) and model
+arguments, which the harness merges into the same dict (``model_arg_keys``).
+
+Seeds are non-negative: ``random.Random(-n)`` draws exactly what ``random.Random(n)`` draws, so a
+negative seed would silently repeat the draw of its absolute value under another recorded seed.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 from dataclasses import dataclass, fields
 from typing import Any, Mapping
@@ -48,11 +57,24 @@ from typing import Any, Mapping
 from instructeval_banks.structured import ENCODINGS
 from instructeval_tasks.errors import UserError
 
+from .model_arg_keys import backend_parameters, model_args_in_flight
+
 DATA_DIR_ENV = "INSTRUCTEVAL_DATA_DIR"
+
+# Put into task metadata by the harness: the YAML's own ``version`` and ``instructeval_task``, the
+# task factory's ``config_source`` (and ``_metadata``/``config`` for configs without a dict).
+HARNESS_KEYS = frozenset({"version", "instructeval_task", "config_source", "_metadata", "config"})
+# Written by ``instructeval run`` into every variant's metadata for the record (the resume check and
+# the aggregation read them back from the results); the task itself does not act on them.
+RECORD_KEYS = frozenset({"sweep", "variant_fingerprint", "model_label"})
 
 
 class OptionError(UserError, ValueError):
     """A metadata value of the wrong type or range; the message names the key and the fix."""
+
+
+class UnknownOptionError(OptionError):
+    """A metadata key that is no InstructEval option, no harness key and no model argument."""
 
 
 def _int(meta: Mapping[str, Any], key: str, default: int | None, *, minimum: int | None = None) -> int | None:
@@ -67,6 +89,17 @@ def _int(meta: Mapping[str, Any], key: str, default: int | None, *, minimum: int
         raise OptionError(f"metadata {key}={value!r}: expected an integer, e.g. --metadata {key}=3") from None
     if minimum is not None and number < minimum:
         raise OptionError(f"metadata {key}={number}: must be >= {minimum}")
+    return number
+
+
+def _seed(meta: Mapping[str, Any], key: str, default: int | None) -> int | None:
+    number = _int(meta, key, default)
+    if number is not None and number < 0:
+        raise OptionError(
+            f"metadata {key}={number}: seeds must be >= 0 (random.Random({number}) draws exactly what "
+            f"random.Random({-number}) draws, so a negative seed would repeat seed {-number}'s draw); "
+            f"use {key}={-number} or another non-negative seed"
+        )
     return number
 
 
@@ -104,6 +137,37 @@ def _choice(meta: Mapping[str, Any], key: str, allowed: tuple[str, ...], default
     raise OptionError(f"metadata {key}={value!r}: expected one of {', '.join(allowed)}")
 
 
+def check_known_keys(meta: Mapping[str, Any]) -> None:
+    """Raise :class:`UnknownOptionError` for a key that nothing reads (a typo, most likely).
+
+    Example:
+        >>> check_known_keys({"instruction": "Classify.", "pretrained": "gpt2", "version": 1.0})
+        >>> check_known_keys({"instrution": "Classify."})  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        instructeval_tasks.options.UnknownOptionError: metadata key 'instrution' is not an InstructEval option (did you mean 'instruction'?); ...
+    """
+    options = [f.name for f in fields(TaskOptions)]
+    unknown = [k for k in meta if k not in options and k not in HARNESS_KEYS and k not in RECORD_KEYS]
+    if not unknown:
+        return
+    model_keys = backend_parameters() | model_args_in_flight()
+    unknown = [k for k in unknown if k not in model_keys]
+    if not unknown:
+        return
+    key = str(unknown[0])
+    close = difflib.get_close_matches(key, options, n=1, cutoff=0.6)
+    hint = (
+        f"did you mean {close[0]!r}?" if close
+        else f"the closest known key is {difflib.get_close_matches(key, options, n=1, cutoff=0.0)[0]!r}"
+    )
+    others = f" (also unknown: {', '.join(map(repr, unknown[1:]))})" if len(unknown) > 1 else ""
+    raise UnknownOptionError(
+        f"metadata key {key!r} is not an InstructEval option ({hint}){others}; known keys: "
+        f"{', '.join(options)}. Model arguments go in --model_args."
+    )
+
+
 @dataclass(frozen=True)
 class TaskOptions:
     """Typed, validated view of the InstructEval keys of a task's metadata."""
@@ -129,6 +193,7 @@ class TaskOptions:
     @classmethod
     def from_metadata(cls, meta: Mapping[str, Any] | None) -> "TaskOptions":
         meta = dict(meta or {})
+        check_known_keys(meta)
         instruction = meta.get("instruction")
         if isinstance(instruction, (int, float)) and not isinstance(instruction, bool):
             # `--metadata instruction=3` arrives as a number; an instruction is text.
@@ -146,16 +211,16 @@ class TaskOptions:
             instruction_id=_identifier(meta, "instruction_id"),
             bank_dir=_str(meta, "bank_dir"),
             instruction_encoding=_choice(meta, "instruction_encoding", ENCODINGS, None),
-            demo_seed=_int(meta, "demo_seed", 0),
+            demo_seed=_seed(meta, "demo_seed", 0),
             data_dir=data_dir,
             test_sample=_int(meta, "test_sample", None, minimum=1),
-            test_seed=_int(meta, "test_seed", 0),
+            test_seed=_seed(meta, "test_seed", 0),
             truncate_words=_int(meta, "truncate_words", None, minimum=1),
             score_tokenizer=_str(meta, "score_tokenizer"),
-            order_seed=_int(meta, "order_seed", None),
+            order_seed=_seed(meta, "order_seed", None),
             order_mode=_choice(meta, "order_mode", ORDER_MODES, "seeded"),
             perturbation=_choice(meta, "perturbation", PERTURBATIONS, None),
-            perturbation_seed=_int(meta, "perturbation_seed", 0),
+            perturbation_seed=_seed(meta, "perturbation_seed", 0),
             perturbation_mode=_choice(meta, "perturbation_mode", PERTURBATION_MODES, "document"),
         )
 
