@@ -4,6 +4,11 @@ Default source: the HF dataset named by the task YAML (``dataset_path``/``datase
 split names). With a data directory (metadata ``data_dir`` or ``$INSTRUCTEVAL_DATA_DIR``) the
 splits come from ``<data_dir>/<local_dir>/train.jsonl`` and ``eval.jsonl`` instead, one JSON object
 per line in the HF field layout (the layout of the project's shared sample data).
+
+Every row of both splits is checked against the task's fields (``rows.ROW_FIELDS``) when the
+splits load, before any request is built: a bad row is an error naming the file and line (or the
+HF split and row index), the field and the expected values. Undecodable bytes and invalid JSON are
+errors naming the file and line too. All of these are :class:`~instructeval_tasks.errors.UserError`.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from typing import Any
 import datasets
 
 from .options import DATA_DIR_ENV
+from .rows import DataRowError, check_dataset, check_rows
 from .specs import TaskSpec
 from instructeval_tasks.errors import UserError
 
@@ -26,23 +32,50 @@ class DatasetNotFound(UserError, FileNotFoundError):
     """A dataset or split could not be found; the message says what was looked for and how to fix it."""
 
 
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """Rows of a JSONL file; a malformed line is an error naming the file and line number."""
+class DataFileError(DataRowError):
+    """A data file that cannot be read as UTF-8 JSON Lines; the message names the file and line."""
+
+
+def read_jsonl_lines(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """``(line number, row)`` for each non-blank line of a JSONL file.
+
+    Lines are split at newline bytes only (as ``wc -l`` and editors count them), each decoded as strict
+    UTF-8 (a byte-order mark on the first line is allowed); an undecodable byte, invalid JSON or a
+    line that is no JSON object is a :class:`DataFileError` naming the file and line.
+    """
     rows = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as err:
+                raise DataFileError(
+                    f"{path}:{number}: byte 0x{raw[err.start]:02x} at column {err.start + 1} is not valid UTF-8; "
+                    f"save the file as UTF-8"
+                ) from None
             if not line.strip():
                 continue
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as err:
-                raise ValueError(f"{path}:{number}: not valid JSON ({err.msg}); each line must be one JSON object") from None
+                raise DataFileError(
+                    f"{path}:{number}: not valid JSON ({err.msg} at column {err.colno}); each line must be one JSON object"
+                ) from None
+            except RecursionError:
+                raise DataFileError(f"{path}:{number}: JSON nested too deeply to read; each line must be one flat row object") from None
             if not isinstance(row, dict):
-                raise ValueError(f"{path}:{number}: expected a JSON object, got {type(row).__name__}")
-            rows.append(row)
+                raise DataFileError(f"{path}:{number}: expected a JSON object, got {type(row).__name__}")
+            rows.append((number, row))
     if not rows:
-        raise ValueError(f"{path}: the file holds no rows")
+        raise DataFileError(f"{path}: the file holds no rows")
     return rows
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Rows of a JSONL file; a malformed line is an error naming the file and line number."""
+    return [row for _number, row in read_jsonl_lines(path)]
 
 
 def load_local_split(data_dir: str | Path, spec: TaskSpec, which: str) -> datasets.Dataset:
@@ -57,32 +90,36 @@ def load_local_split(data_dir: str | Path, spec: TaskSpec, which: str) -> datase
             f"${DATA_DIR_ENV} to such a folder, or unset both to use the HF hub."
         )
     stat = path.stat()
-    dataset = _load_jsonl_dataset(str(path.resolve()), stat.st_mtime_ns, stat.st_size)
-    needed = spec.text_fields + ((spec.label_field,) if spec.label_field else ())
-    missing = [f for f in needed if f not in dataset.column_names]
-    if missing:
-        raise ValueError(f"{path}: rows lack the field(s) {missing} that {spec.task_name} needs (fields: {dataset.column_names})")
-    return dataset
+    return _load_jsonl_dataset(str(path.resolve()), stat.st_mtime_ns, stat.st_size, spec.name)
 
 
 @functools.lru_cache(maxsize=32)
-def _load_jsonl_dataset(path: str, mtime_ns: int, size: int) -> datasets.Dataset:
-    # A sweep builds one task per variant; parse each file once per process (keyed by its
-    # modification time and size, so an edited file is read again). Datasets are never modified
-    # in place (select/map return new ones), so sharing is safe.
-    return datasets.Dataset.from_list(read_jsonl(Path(path)))
+def _load_jsonl_dataset(path: str, mtime_ns: int, size: int, task: str) -> datasets.Dataset:
+    # A sweep builds one task per variant; parse and check each file once per process (keyed by
+    # its modification time and size, so an edited file is read again). Datasets are never
+    # modified in place (select/map return new ones), so sharing is safe.
+    numbered = read_jsonl_lines(Path(path))
+    rows = [row for _number, row in numbered]
+    # Checked before pyarrow sees the rows: a "2" among integer labels would otherwise fail as
+    # an arrow type error without a line number, or load as a column of strings.
+    check_rows(task, rows, lambda i: f"{path}:{numbered[i][0]}")
+    return datasets.Dataset.from_list(rows)
 
 
 def load_hf_split(path: str, name: str | None, split: str, spec: TaskSpec, **kwargs: Any) -> datasets.Dataset:
     """One split of an HF hub dataset, with an error that says how to run offline instead."""
     try:
-        return datasets.load_dataset(path, name, split=split, **kwargs)
+        dataset = datasets.load_dataset(path, name, split=split, **kwargs)
     except Exception as err:  # the hub raises many types: connection, missing config, auth
         raise DatasetNotFound(
             f"{spec.task_name}: could not load HF dataset {path!r} (config {name!r}, split {split!r}): "
             f"{type(err).__name__}: {err}. Without hub access, point data_dir in --metadata or "
             f"${DATA_DIR_ENV} at a folder with {spec.local_dir}/train.jsonl and eval.jsonl."
         ) from err
+    if isinstance(dataset, datasets.Dataset):  # a streamed split is not materialised here
+        source = f"HF dataset {path!r}" + (f" (config {name!r})" if name else "")
+        check_dataset(spec.name, dataset, lambda i: f"{source}, split {split!r}, row {i}")
+    return dataset
 
 
 def load_splits(
