@@ -1,4 +1,4 @@
-"""Scoring rules: HELM quasi-exact match (generation) and the original's per-token decision rule.
+r"""Scoring rules: HELM quasi-exact match (generation) and the original's per-token decision rule.
 
 Metric names reported by the tasks:
 
@@ -6,8 +6,13 @@ Metric names reported by the tasks:
 - ``acc_norm``: argmax of log-likelihood / characters of the choice (harness rule);
 - ``acc_per_token``: argmax of log-likelihood / tokens of the choice, i.e. the choice with the
   lowest mean per-token negative log-likelihood -- the original InstructEval decision rule
-  (``decoders/constrained_label_generation.py``); ties go to the first choice;
-- ``quasi_exact_match``: HELM quasi-exact match of the generation against any gold answer.
+  (``decoders/constrained_label_generation.py``); an exact tie goes to the choice the original
+  scores first (its ``label_map`` order, ``TaskSpec.original_choice_order``), as its ``np.argmin``;
+- ``quasi_exact_match``: HELM quasi-exact match of the generation's first line against any gold
+  answer. The line ends where the original's ``str.splitlines()`` ends it (``\n``, ``\r``,
+  ``\x0b``, ``\x0c``, ``\x1c``-``\x1e``, ``\x85``, ``\u2028``, ``\u2029``), not only at the
+  harness's ``until: ["\n"]``. An empty prediction matches a gold that normalises to the empty
+  string (the original's rule; HELM itself scores an empty prediction 0).
 """
 
 from __future__ import annotations
@@ -35,6 +40,20 @@ def normalize_answer(text: str) -> str:
     text = "".join(ch for ch in text if ch not in _PUNCTUATION)
     text = _ARTICLES.sub(" ", text)
     return " ".join(text.split())
+
+
+def first_line(text: str) -> str:
+    r"""The text up to its first line boundary, as the original's ``text.splitlines()[0]``.
+
+    Every boundary of ``str.splitlines`` counts; an empty text gives ``""`` (where the original's
+    ``[0]`` would fail).
+
+    Example:
+        >>> first_line(" Paris\u2028France"), first_line("Paris\r\nFrance"), first_line("\nParis"), first_line("")
+        (' Paris', 'Paris', '', '')
+    """
+    lines = text.splitlines()
+    return lines[0] if lines else ""
 
 
 def quasi_exact_match(golds: Sequence[Any] | Any, prediction: str) -> float:
@@ -68,13 +87,36 @@ def continuation_token_count(tokenizer: Any, context: str, continuation: str) ->
     return max(len(whole) - len(prefix), 1)
 
 
-def choice_predictions(
-    loglikelihoods: Sequence[float], choices: Sequence[str], token_counts: Sequence[int] | None
-) -> dict[str, int]:
-    """Predicted choice index under each decision rule (first index wins ties, like ``argmax``).
+def argmax_in_order(scores: Sequence[float], order: Sequence[int] | None = None) -> int:
+    """Index of the highest score; an exact tie goes to the index that comes first in ``order``.
 
-    ``pred`` = argmax_i ll_i; ``pred_norm`` = argmax_i ll_i / len(choice_i);
-    ``pred_per_token`` = argmax_i ll_i / n_tokens_i (absent without token counts).
+    ``order`` lists every index once (default: ``0, 1, ...``, i.e. ``np.argmax``).
+
+    Example:
+        >>> argmax_in_order([-1.0, -1.0]), argmax_in_order([-1.0, -1.0], order=(1, 0))
+        (0, 1)
+    """
+    values = np.asarray(scores, dtype=np.float64)
+    if order is None:
+        return int(np.argmax(values))
+    if sorted(order) != list(range(len(values))):
+        raise ValueError(f"order {tuple(order)} is not a permutation of the {len(values)} choice indices")
+    best = values.max()
+    return next(i for i in order if values[i] == best)
+
+
+def choice_predictions(
+    loglikelihoods: Sequence[float],
+    choices: Sequence[str],
+    token_counts: Sequence[int] | None,
+    original_order: Sequence[int] | None = None,
+) -> dict[str, int]:
+    """Predicted choice index under each decision rule.
+
+    ``pred`` = argmax_i ll_i; ``pred_norm`` = argmax_i ll_i / len(choice_i) (the harness's rules:
+    the first index wins ties); ``pred_per_token`` = argmax_i ll_i / n_tokens_i (absent without
+    token counts; the original's rule, so a tie goes to the first index of ``original_order``,
+    the order in which the original scores the choices).
     """
     lls = np.asarray(loglikelihoods, dtype=np.float64)
     out = {
@@ -82,5 +124,5 @@ def choice_predictions(
         "pred_norm": int(np.argmax(lls / np.array([float(len(c)) for c in choices]))),
     }
     if token_counts is not None:
-        out["pred_per_token"] = int(np.argmax(lls / np.asarray(token_counts, dtype=np.float64)))
+        out["pred_per_token"] = argmax_in_order(lls / np.asarray(token_counts, dtype=np.float64), original_order)
     return out

@@ -25,6 +25,11 @@ class TaskSpec:
         local_dir: folder under ``data_dir`` holding ``train.jsonl`` and ``eval.jsonl``.
         label_field: field balanced over when sampling (classification only).
         text_fields: fields truncated and perturbed, in the original code's order.
+        original_choice_order: the choice indices in the order the original scores its
+            candidates (its template's ``label_map``); an exact tie in ``acc_per_token`` goes to
+            the earliest of them, as the original's ``np.argmin`` does. ``None``: the choices are
+            already in that order. Only BoolQ differs: choices False, True (HF label order), the
+            original's ``{True: 'True', False: 'False'}``.
     """
 
     name: str
@@ -33,6 +38,7 @@ class TaskSpec:
     local_dir: str
     label_field: str | None
     text_fields: tuple[str, ...]
+    original_choice_order: tuple[int, ...] | None = None
 
     @property
     def task_name(self) -> str:
@@ -49,7 +55,7 @@ TASK_SPECS: dict[str, TaskSpec] = {
     for spec in (
         TaskSpec("agnews", "cls", "AG News", "ag_news", "label", ("text",)),
         TaskSpec("anli", "cls", "ANLI (round 1)", "anli", "label", ("premise", "hypothesis")),
-        TaskSpec("boolq", "cls", "BoolQ", "boolq", "answer", ("question", "passage")),
+        TaskSpec("boolq", "cls", "BoolQ", "boolq", "answer", ("question", "passage"), original_choice_order=(1, 0)),
         TaskSpec("imdb", "cls", "IMDB", "imdb", "label", ("text",)),
         TaskSpec("emotion", "cls", "TweetEval Emotion", "tweet_eval_emotion", "label", ("text",)),
         TaskSpec("cosmosqa", "mcq", "CosmosQA", "cosmos_qa", "label", ("context", "question")),

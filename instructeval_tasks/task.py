@@ -6,8 +6,9 @@ It reads the InstructEval keys of the task metadata (``options.TaskOptions``), t
   test sample and word truncation;
 - sets the prompt ``description`` to the resolved instruction, inserted verbatim (never rendered);
 - replaces the harness's per-document demo sampler with one fixed demo set per ``demo_seed``;
-- scores multiple choice with ``acc``, ``acc_norm`` and ``acc_per_token`` (the original's rule,
-  when the model's tokenizer is reachable) and generation with HELM ``quasi_exact_match``;
+- scores multiple choice with ``acc``, ``acc_norm`` and ``acc_per_token`` (the original's rule and
+  tie order, when the model's tokenizer is reachable) and generation with HELM
+  ``quasi_exact_match`` of the first line (``scoring.first_line``);
 - records instruction, demo seed, K, demo ids, data source and template hash in the results'
   ``configs[<task>].metadata``.
 """
@@ -29,7 +30,7 @@ from .instruction import resolve_instruction
 from .options import OptionError, TaskOptions
 from .perturbed import PerturbedText, add_perturbed_fields, perturbation_record
 from .sampling import select_indices, truncate_fields
-from .scoring import choice_predictions, continuation_token_count, quasi_exact_match
+from .scoring import choice_predictions, continuation_token_count, first_line, quasi_exact_match
 from .specs import get_spec
 
 log = logging.getLogger(__name__)
@@ -192,12 +193,13 @@ class InstructEvalTask(ConfigurableTask):
     def process_results(self, doc: dict, results: list) -> dict[str, float]:
         wanted = self._metric_fn_list.keys()
         if self.OUTPUT_TYPE == "generate_until":
-            return {"quasi_exact_match": quasi_exact_match(self.doc_to_target(doc), results[0])}
+            # The harness stops at "\n" only; the original keeps the first line of splitlines().
+            return {"quasi_exact_match": quasi_exact_match(self.doc_to_target(doc), first_line(results[0]))}
         lls = [float(ll) for ll, _greedy in results]
         choices = self.doc_to_choice(doc)
         gold = self.doc_to_target(doc)
         counts = self._token_counts.get(self._doc_key(doc)) if PER_TOKEN_METRIC in wanted else None
-        preds = choice_predictions(lls, choices, counts)
+        preds = choice_predictions(lls, choices, counts, self.spec.original_choice_order)
         scores = {"acc": preds["pred"] == gold, "acc_norm": preds["pred_norm"] == gold}
         if counts is not None:
             scores[PER_TOKEN_METRIC] = preds["pred_per_token"] == gold
