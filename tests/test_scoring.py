@@ -210,3 +210,102 @@ def _tok(path):
 def test_task_quasi_exact_match(tiny_data_dir, task_name, doc, generation, expected):
     task = build_task(task_name, {"data_dir": str(tiny_data_dir)}, 0)
     assert task.process_results(task.eval_docs[doc], [generation]) == {"quasi_exact_match": expected}
+
+
+# ------------------------------------------------------------------------------ the original's tie order
+
+# The candidate order of the original's templates (``label_map`` of configs/default_prompts/*.j2):
+# its ``np.argmin`` gives an exact tie to the first. MCQ candidates are the per-item choices in
+# item order (label_map keys 0..3).
+ORIGINAL_CANDIDATE_ORDER = {
+    "agnews": ["World", "Sports", "Business", "Sci/Tech"],
+    "anli": ["Entail", "Neutral", "Contradict"],
+    "boolq": ["True", "False"],
+    "imdb": ["Negative", "Positive"],
+    "emotion": ["Anger", "Joy", "Optimism", "Sadness"],
+}
+CHOICE_TASKS = ["agnews", "anli", "boolq", "imdb", "emotion", "cosmosqa", "hellaswag"]
+
+
+def test_argmax_in_order():
+    from instructeval_tasks.scoring import argmax_in_order
+
+    assert argmax_in_order([-1.0, -1.0]) == 0
+    assert argmax_in_order([-1.0, -1.0], (1, 0)) == 1
+    assert argmax_in_order([-2.0, -1.0], (1, 0)) == 1
+    assert argmax_in_order([-1.0, -2.0], (1, 0)) == 0  # the order decides ties only
+    assert argmax_in_order([-3.0, -1.0, -1.0, -1.0], (3, 1, 2, 0)) == 3
+    with pytest.raises(ValueError):
+        argmax_in_order([-1.0, -1.0], (0, 0))
+
+
+def test_boolq_tie_goes_to_true_as_in_the_original():
+    # choices are ["False", "True"] (HF label order); the original scores True first
+    preds = choice_predictions([-1.0, -1.0], ["False", "True"], [1, 1], original_order=(1, 0))
+    assert preds == {"pred": 0, "pred_norm": 0, "pred_per_token": 1}  # acc/acc_norm keep the harness rule
+    assert choice_predictions([-2.0, -1.0], ["False", "True"], [2, 1], (1, 0))["pred_per_token"] == 1  # -1 == -1
+    assert choice_predictions([-1.0, -1.5], ["False", "True"], [1, 1], (1, 0))["pred_per_token"] == 0  # no tie
+
+
+@pytest.mark.parametrize("task_name", list(ORIGINAL_CANDIDATE_ORDER))
+def test_original_order_names_the_original_candidates(tiny_data_dir, task_name):
+    task = build_task(task_name, {"data_dir": str(tiny_data_dir)}, 0)
+    choices = task.doc_to_choice(task.eval_docs[0])
+    order = task.spec.original_choice_order or range(len(choices))
+    assert [choices[i] for i in order] == ORIGINAL_CANDIDATE_ORDER[task_name]
+
+
+@pytest.mark.parametrize("task_name", CHOICE_TASKS)
+def test_an_exact_per_token_tie_through_the_task(tiny_data_dir, tiny_model_dir, task_name):
+    """Every choice at the same mean log-likelihood per token: the original's first candidate wins."""
+    task = build_task(task_name, {"data_dir": str(tiny_data_dir), "score_tokenizer": str(tiny_model_dir)}, 0)
+    first = ORIGINAL_CANDIDATE_ORDER.get(task_name, [None])[0]
+    for index, doc in enumerate(task.eval_docs):
+        context, conts = render_prompt(task, index)
+        counts = [continuation_token_count(_tok(tiny_model_dir), context, c) for c in conts]
+        results = [(-0.5 * n, False) for n in counts]
+        winner = conts.index(f" {first}") if first else 0
+        expected = float(task.doc_to_target(doc) == winner)
+        assert task.process_results(doc, results)["acc_per_token"] == expected, (index, conts)
+    if task_name == "boolq":  # the tiny BoolQ eval split holds both answers: True wins every tie
+        golds = [task.doc_to_target(d) for d in task.eval_docs]
+        assert set(golds) == {0, 1}
+
+
+# ------------------------------------------------------------------------------ line boundaries
+
+# Every boundary of str.splitlines(); the harness's until=["\n"] stops only at the first.
+LINE_BOUNDARIES = ["\n", "\r", "\r\n", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]
+
+
+@pytest.mark.parametrize("boundary", LINE_BOUNDARIES, ids=[repr(b) for b in LINE_BOUNDARIES])
+def test_first_line_cuts_at_every_splitlines_boundary(boundary):
+    from instructeval_tasks.scoring import first_line
+
+    assert first_line(f" Tokyo{boundary}Japan") == " Tokyo"
+    assert first_line(f"{boundary}Tokyo") == ""
+    assert first_line(f" Tokyo{boundary}Japan") == f" Tokyo{boundary}Japan".splitlines()[0]  # the original's rule
+
+
+@pytest.mark.parametrize("boundary", LINE_BOUNDARIES, ids=[repr(b) for b in LINE_BOUNDARIES])
+def test_task_scores_the_first_line_only(tiny_data_dir, boundary):
+    task = build_task("nq_open", {"data_dir": str(tiny_data_dir)}, 0)
+    doc = task.eval_docs[2]  # gold ["Tokyo"]
+    assert task.process_results(doc, [f" Tokyo{boundary}Japan"]) == {"quasi_exact_match": 1.0}
+    assert task.process_results(doc, [f" Japan{boundary}Tokyo"]) == {"quasi_exact_match": 0.0}
+    # uncut, the second line would join the answer: normalize_answer treats the boundary as a space
+    assert quasi_exact_match(["Tokyo"], f" Tokyo{boundary}Japan") == 0.0
+
+
+def test_task_scores_an_empty_first_line_as_the_original(tiny_data_dir):
+    task = build_task("triviaqa", {"data_dir": str(tiny_data_dir)}, 0)
+    assert task.process_results(task.eval_docs[2], ["\u2028Ottawa"]) == {"quasi_exact_match": 0.0}
+    assert task.process_results(task.eval_docs[2], [""]) == {"quasi_exact_match": 0.0}
+
+
+def test_empty_prediction_matches_a_gold_that_normalises_to_empty():
+    # The original (metrics/utils.py) compares normalised strings: "" == N("The") -> 1. HELM scores
+    # an empty prediction 0; the plugin follows the original.
+    assert quasi_exact_match(["The"], "") == 1.0
+    assert quasi_exact_match(["a", "Paris"], "\n") == 1.0
+    assert quasi_exact_match(["Paris"], "") == 0.0
