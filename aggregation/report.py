@@ -163,9 +163,8 @@ def render_html(aggregates: Aggregates, plot_paths: list[Path], plot_note: str =
         if title == "Confidence intervals" and not names:
             parts.append(f"<h2>{title}</h2><p>Not computed: {html.escape(aggregates.samples_note or 'no per-sample logs')}.</p>")
             continue
-        if title == "Significance" and not names:
-            continue
-        if not names:
+        pairs = _significant_pairs_html(aggregates) if title == "Significance" else ""
+        if not names and not pairs:
             continue
         parts.append(f"<h2>{html.escape(title)}</h2>")
         for name in names:
@@ -173,12 +172,10 @@ def render_html(aggregates: Aggregates, plot_paths: list[Path], plot_note: str =
             for stem in (f"heatmap_{name}", f"bars_{name}"):
                 if stem in figures:
                     parts.append(_img(figures[stem]))
+        if pairs:  # the pair list belongs to its own section, after the significance tables
+            parts.append(pairs)
     if plot_note:
         parts.append(f"<p class='note'>{html.escape(plot_note)}</p>")
-    if aggregates.significance is not None and not aggregates.significance.empty:
-        sig = aggregates.significance[aggregates.significance["p_value"] < opts.alpha]
-        parts.append("<h3>Significant pairs (one-sided paired bootstrap, p &lt; alpha)</h3>")
-        parts.append(_frame_html(sig, decimals=4))
     parts.append("<h2>Models</h2>")
     parts.append(_frame_html(aggregates.models))
     parts.append("<h3>Primary metric per (model, task)</h3>")
@@ -208,6 +205,16 @@ def render_html(aggregates: Aggregates, plot_paths: list[Path], plot_note: str =
     parts.append(_definitions_html(opts))
     parts.append("</body></html>\n")
     return "\n".join(parts)
+
+
+def _significant_pairs_html(aggregates: Aggregates) -> str:
+    """The "Significant pairs" sub-section of "Significance" ("" when no test was run)."""
+    if aggregates.significance is None or aggregates.significance.empty:
+        return ""
+    alpha = aggregates.options.alpha
+    sig = aggregates.significance[aggregates.significance["p_value"] < alpha]
+    head = f"<h3>Significant pairs (one-sided paired bootstrap, p &lt; {alpha:g})</h3>"
+    return head + _frame_html(sig, decimals=4)
 
 
 def _issues_html(aggregates: Aggregates) -> str:
