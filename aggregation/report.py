@@ -25,6 +25,7 @@ from typing import Any
 import pandas as pd
 
 from .catalog import METRIC_TITLES
+from .csv_cells import safe_frame
 from .pipeline import Aggregates
 from .tables import to_html, to_markdown, write_table
 
@@ -44,7 +45,8 @@ TABLE_SECTIONS = (
 def _csv(frame: pd.DataFrame | None, path: Path) -> None:
     if frame is None:
         return
-    path.write_text(frame.to_csv(index=False, float_format="%.6f", lineterminator="\n"), encoding="utf-8", newline="\n")
+    text = safe_frame(frame).to_csv(index=False, float_format="%.6f", lineterminator="\n")
+    path.write_text(text, encoding="utf-8", newline="\n")
 
 
 def write_report(aggregates: Aggregates, out_dir: str | Path, *, plots: bool = True) -> dict[str, Any]:
