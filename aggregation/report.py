@@ -10,7 +10,8 @@ Layout of ``out_dir``::
     report.html                   one self-contained page (figures embedded as data: URIs)
 
 Same inputs and options give byte-identical tables, data and summary: every row is sorted, numbers
-have fixed decimals and nothing records the time.
+have fixed decimals and nothing records the time. The folder is replaced whole, never left half old,
+half new (``output_dir.py``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import pandas as pd
 
 from .catalog import METRIC_TITLES
 from .csv_cells import safe_frame
+from .output_dir import check_out_dir, staged_report_dir
 from .pipeline import Aggregates
 from .tables import to_html, to_markdown, write_table
 
@@ -50,8 +52,24 @@ def _csv(frame: pd.DataFrame | None, path: Path) -> None:
 
 
 def write_report(aggregates: Aggregates, out_dir: str | Path, *, plots: bool = True) -> dict[str, Any]:
-    """Write all outputs into ``out_dir``; returns ``{"tables": [...], "plots": [...], "report": path}``."""
-    out = Path(out_dir)
+    """Write all outputs into ``out_dir``; returns ``{"tables": [...], "plots": [...], "report": path}``.
+
+    The folder is replaced whole or not at all (``output_dir.py``): everything is written into a
+    temporary folder beside ``out_dir`` and swapped in at the end, so a failure (a full disk)
+    leaves the previous report untouched and no mix of old and new files.
+
+    Raises:
+        AggregationError: ``out_dir`` is a file, or a folder holding files that are not a report.
+        OSError: writing failed (nothing changed in ``out_dir``).
+    """
+    out = check_out_dir(out_dir)
+    with staged_report_dir(out) as staging:
+        written = _write_all(aggregates, staging, plots=plots)
+    final = [str(out / Path(p).relative_to(staging)) for p in written["plots"]]
+    return {"tables": written["tables"], "plots": final, "report": str(out / "report.html")}
+
+
+def _write_all(aggregates: Aggregates, out: Path, *, plots: bool) -> dict[str, Any]:
     tables_dir, data_dir, plots_dir = out / "tables", out / "data", out / "plots"
     for folder in (tables_dir, data_dir):
         folder.mkdir(parents=True, exist_ok=True)

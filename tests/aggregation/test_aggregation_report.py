@@ -79,11 +79,13 @@ def test_cli_exit_codes(tmp_path):
     assert cli_main(["aggregate", str(runs), "--out", str(tmp_path / "ok"), "--bootstrap", "20", "--no-plots"]) == 0
     assert (tmp_path / "ok" / "tables" / "gain_few_shot.md").is_file()
     (runs / "SmolLM2-135M" / "results_broken.json").write_text("{")
-    assert cli_main(["aggregate", str(runs), "--out", str(tmp_path / "err"), "--bootstrap", "0", "--no-plots"]) == 1
+    # 3: written, but an input was dropped (distinct from 1, a failed write, and 2, a user error)
+    assert cli_main(["aggregate", str(runs), "--out", str(tmp_path / "err"), "--bootstrap", "0", "--no-plots"]) == 3
     assert (tmp_path / "err" / "report.html").is_file()  # the good files still give a report
     assert cli_main(["aggregate", str(runs), "--out", str(tmp_path / "strict"), "--strict", "--no-plots"]) == 2
     assert not (tmp_path / "strict").exists()
     assert cli_main(["aggregate", str(tmp_path / "missing"), "--out", str(tmp_path / "none")]) == 2
+    assert not (tmp_path / "none").exists()
 
 
 def test_registry_patterns_and_user_override(tmp_path):
