@@ -2,12 +2,12 @@
 
 Examples::
 
-    instructeval induce --method low_perplexity --model hf --model_args pretrained=models/smollm2-135m-instruct \\
+    instructeval induce --method low_perplexity --model hf --model_args pretrained=models/smollm2 \\
         --tasks agnews,hellaswag --data-dir ../shared/data --output out/induced
-    instructeval induce --method ape --model hf --model_args pretrained=models/smollm2-135m-instruct \\
+    instructeval induce --method ape --model hf --model_args pretrained=models/smollm2 \\
         --tasks agnews --data-dir ../shared/data --output out/induced --demo-sets 4 --samples 2 --exec-items 32
     instructeval induce --method execution_accuracy --candidates ape --bank-dir out/induced ... --output out/induced
-    instructeval run --model hf --model_args pretrained=models/smollm2-135m-instruct --tasks agnews \\
+    instructeval run --model hf --model_args pretrained=models/smollm2 --tasks agnews \\
         --methods low_perplexity,ape --bank-dir out/induced --output out/sweep
 
 Definitions: ``instructeval_tasks/induce/perplexity.py`` (perplexity), ``induce/ape.py`` (meta-prompt,
