@@ -1,20 +1,36 @@
 """Command-line glue of ``instructeval aggregate`` (and ``python -m instructeval_aggregation``).
 
 Only argparse is imported at module level; pandas, numpy and matplotlib load inside :func:`run`.
-Exit status: 0 when the report was written without errors, 1 when it was written but some input
-was dropped (errors are listed in the report), 2 when nothing could be aggregated or ``--strict``
-found a warning (nothing is written then).
+
+Exit status (:data:`EXIT_STATUS`):
+
+- 0: the report was written from every input;
+- 1: failed while writing (e.g. a full disk); the previous report in ``--out`` is unchanged;
+- 2: a user error, nothing written: a bad option or ``--out``, no usable input at all, or
+  ``--strict`` found a problem (printed as ``instructeval: error: ...``);
+- 3: the report was written, but some input was dropped (each listed on stderr and in the report).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+
+EXIT_OK, EXIT_FAILED, EXIT_USER_ERROR, EXIT_INPUT_DROPPED = 0, 1, 2, 3
 
 EPILOG = """examples:
   instructeval aggregate runs/ --out report/
   instructeval aggregate runs/*/results_*.json --out report/ --metric acc --null-weight 1
   instructeval aggregate runs/ --out report/ --model-registry my_models.yaml --bootstrap 2000 --seed exp1
+
+--out is replaced whole when the report is complete (written beside it first), never left half old.
+
+exit status:
+  0  report written from every input
+  1  failed while writing (e.g. disk full); the previous --out is unchanged
+  2  user error, nothing written: bad option or --out, no usable input, or --strict found a problem
+  3  report written, but some input was dropped (listed on stderr and in the report)
 """
 
 
@@ -56,8 +72,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run the command; returns the exit status. User errors raise :class:`AggregationError`."""
     from .issues import AggregationError
     from .loading import load_runs
+    from .output_dir import check_out_dir
     from .pipeline import AggregateOptions, aggregate
     from .report import write_report
 
@@ -77,13 +95,26 @@ def run(args: argparse.Namespace) -> int:
         strict=args.strict,
         use_samples=not args.no_samples,
     )
+    options.validate()  # every option, input path and --out is checked before any file is read
+    missing = [p for p in args.paths if not os.path.exists(p)]
+    if missing:
+        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+        raise AggregationError(f"input path {missing[0]} does not exist{more}; give results_*.json files or folders")
+    check_out_dir(args.out)
     try:
         runset = load_runs(args.paths, strict=args.strict, samples=not args.no_samples)
         result = aggregate(runset, options)
     except AggregationError as err:
-        print(f"instructeval aggregate: {err}", file=sys.stderr)
-        return 2
-    written = write_report(result, args.out, plots=not args.no_plots)
+        if not err.issues:
+            raise
+        for issue in err.issues:  # the details, one per line, then the one-line error
+            print(str(issue), file=sys.stderr)
+        raise AggregationError(str(err).splitlines()[0].rstrip(":") + " (listed above); nothing written") from None
+    try:
+        written = write_report(result, args.out, plots=not args.no_plots)
+    except OSError as err:
+        print(f"instructeval: error: writing the report failed ({err}); {args.out} is unchanged", file=sys.stderr)
+        return EXIT_FAILED
     errors = [i for i in result.issues if i.level == "error"]
     warnings = [i for i in result.issues if i.level == "warning"]
     for issue in errors + warnings:
@@ -92,11 +123,20 @@ def run(args: argparse.Namespace) -> int:
         f"wrote {len(result.tables)} tables, {len(written['plots'])} figures and {written['report']} "
         f"({len(errors)} error(s), {len(warnings)} warning(s))"
     )
-    return 1 if errors else 0
+    return EXIT_INPUT_DROPPED if errors else EXIT_OK
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run(build_parser().parse_args(argv))
+    """``python -m instructeval_aggregation``: same options, output and exit status as ``instructeval aggregate``."""
+    from instructeval_tasks.cli import one_line
+    from instructeval_tasks.errors import UserError
+
+    args = build_parser().parse_args(argv)
+    try:
+        return run(args)
+    except UserError as err:
+        print(f"instructeval: error: {one_line(err)}", file=sys.stderr)
+        return EXIT_USER_ERROR
 
 
 if __name__ == "__main__":

@@ -9,7 +9,8 @@ located here and read later (``samples.py``).
 Validation (every problem becomes an :class:`~instructeval_aggregation.issues.Issue`; a bad file
 or variant never hides what the other files give):
 
-- a file that is not JSON, or truncated: ``error bad-json``, the file is skipped;
+- a file that is not JSON, truncated, not UTF-8 or nested absurdly deep: ``error bad-json`` naming
+  the line (``json_input.py``), the file is skipped;
 - JSON that is not a harness results file (no ``results``/``configs`` mappings): ``error not-results``;
 - a task without InstructEval metadata (no ``instructeval_task``): ``note not-instructeval``, ignored,
   unless its name starts with ``instructeval_`` (then ``error missing-metadata``);
@@ -33,6 +34,7 @@ from typing import Any, Iterable, Mapping
 
 from .catalog import KNOWN_RESULT_METRICS, SETTINGS, TASK_TYPES, canonical_method
 from .issues import AggregationError, IssueLog
+from .json_input import BadJson, parse_json_bytes
 from .records import RunInfo, RunSet, Variant
 from .validation import check_instructions, check_protocol, deduplicate
 
@@ -315,15 +317,14 @@ def read_results_file(path: Path, issues: IssueLog, *, samples: bool = True) -> 
     """Variants of one results file; problems go to ``issues`` and never raise."""
     file = str(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        issues.error("unreadable", f"cannot read: {err}", file)
+        raw = path.read_bytes()
+    except OSError as err:
+        issues.error("unreadable", f"cannot read: {err.strerror or err}", file)
         return [], None
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        hint = " (truncated?)" if err.pos >= len(text.rstrip()) - 1 else ""
-        issues.error("bad-json", f"not valid JSON{hint}: {err.msg} at line {err.lineno} column {err.colno}", file)
+        data = parse_json_bytes(raw)
+    except BadJson as err:
+        issues.error("bad-json", str(err), file)
         return [], None
     if not isinstance(data, dict) or not isinstance(data.get("results"), dict) or not isinstance(data.get("configs"), dict):
         issues.error("not-results", "not an lm-eval results file (needs top-level 'results' and 'configs' objects)", file)

@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 
 from .bootstrap import bootstrap_cells, paired_tests
-from .catalog import ACCURACY_METRICS, METRIC_TITLES, SENSITIVITY_METRICS, order_methods, order_tasks
+from .catalog import ACCURACY_METRICS, GENERATION_METRICS, METRIC_TITLES, SENSITIVITY_METRICS, order_methods, order_tasks
 from .issues import AggregationError, Issue, IssueLog
 from .records import RunInfo, RunSet
 from .per_instruction import choose_metrics, per_instruction
@@ -76,6 +76,14 @@ class AggregateOptions:
             raise AggregationError("--bootstrap must be 0 (off) or at least 10")
         if not 0 < self.alpha < 1:
             raise AggregationError("--alpha must be in (0, 1)")
+        if self.gqa_metric not in GENERATION_METRICS:
+            raise AggregationError(f"--gqa-metric {self.gqa_metric!r}: expected {', '.join(GENERATION_METRICS)}")
+        if not self.scale_threshold_b > 0 or not math.isfinite(self.scale_threshold_b):
+            raise AggregationError("--scale-threshold must be a positive number of billions of parameters")
+        if not self.tie_tolerance >= 0 or not math.isfinite(self.tie_tolerance):
+            raise AggregationError("--tie-tolerance must be a number >= 0")
+        if not 0 <= self.decimals <= 12:
+            raise AggregationError("--decimals must be between 0 and 12")
 
 
 @dataclass

@@ -104,7 +104,9 @@ class Registry:
             try:
                 user.extend(_read_entries(Path(path).read_text(encoding="utf-8"), str(path)))
             except OSError as err:
-                raise AggregationError(f"model registry {path}: cannot read ({err})") from None
+                raise AggregationError(f"model registry {path}: cannot read ({err.strerror or err})") from None
+            except UnicodeDecodeError as err:
+                raise AggregationError(f"model registry {path}: not UTF-8 (byte {err.start})") from None
         return cls(user, builtin)
 
     def match(self, texts: Sequence[str], *, user: bool) -> RegistryEntry | None:
@@ -189,7 +191,7 @@ def _from_checkpoint(pretrained: str | None) -> tuple[int | None, str | None, st
     try:
         config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
         model_type = str(config.get("model_type")) if config.get("model_type") else None
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError, AttributeError):
+    except (OSError, ValueError, RecursionError, AttributeError):  # unreadable, not UTF-8 / JSON, absurdly nested
         config = None
     exact = safetensors_parameters(folder)
     if exact:

@@ -10,7 +10,8 @@ Layout of ``out_dir``::
     report.html                   one self-contained page (figures embedded as data: URIs)
 
 Same inputs and options give byte-identical tables, data and summary: every row is sorted, numbers
-have fixed decimals and nothing records the time.
+have fixed decimals and nothing records the time. The folder is replaced whole, never left half old,
+half new (``output_dir.py``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from typing import Any
 import pandas as pd
 
 from .catalog import METRIC_TITLES
+from .csv_cells import safe_frame
+from .output_dir import check_out_dir, staged_report_dir
 from .pipeline import Aggregates
 from .tables import to_html, to_markdown, write_table
 
@@ -44,12 +47,29 @@ TABLE_SECTIONS = (
 def _csv(frame: pd.DataFrame | None, path: Path) -> None:
     if frame is None:
         return
-    path.write_text(frame.to_csv(index=False, float_format="%.6f", lineterminator="\n"), encoding="utf-8", newline="\n")
+    text = safe_frame(frame).to_csv(index=False, float_format="%.6f", lineterminator="\n")
+    path.write_text(text, encoding="utf-8", newline="\n")
 
 
 def write_report(aggregates: Aggregates, out_dir: str | Path, *, plots: bool = True) -> dict[str, Any]:
-    """Write all outputs into ``out_dir``; returns ``{"tables": [...], "plots": [...], "report": path}``."""
-    out = Path(out_dir)
+    """Write all outputs into ``out_dir``; returns ``{"tables": [...], "plots": [...], "report": path}``.
+
+    The folder is replaced whole or not at all (``output_dir.py``): everything is written into a
+    temporary folder beside ``out_dir`` and swapped in at the end, so a failure (a full disk)
+    leaves the previous report untouched and no mix of old and new files.
+
+    Raises:
+        AggregationError: ``out_dir`` is a file, or a folder holding files that are not a report.
+        OSError: writing failed (nothing changed in ``out_dir``).
+    """
+    out = check_out_dir(out_dir)
+    with staged_report_dir(out) as staging:
+        written = _write_all(aggregates, staging, plots=plots)
+    final = [str(out / Path(p).relative_to(staging)) for p in written["plots"]]
+    return {"tables": written["tables"], "plots": final, "report": str(out / "report.html")}
+
+
+def _write_all(aggregates: Aggregates, out: Path, *, plots: bool) -> dict[str, Any]:
     tables_dir, data_dir, plots_dir = out / "tables", out / "data", out / "plots"
     for folder in (tables_dir, data_dir):
         folder.mkdir(parents=True, exist_ok=True)
@@ -163,9 +183,8 @@ def render_html(aggregates: Aggregates, plot_paths: list[Path], plot_note: str =
         if title == "Confidence intervals" and not names:
             parts.append(f"<h2>{title}</h2><p>Not computed: {html.escape(aggregates.samples_note or 'no per-sample logs')}.</p>")
             continue
-        if title == "Significance" and not names:
-            continue
-        if not names:
+        pairs = _significant_pairs_html(aggregates) if title == "Significance" else ""
+        if not names and not pairs:
             continue
         parts.append(f"<h2>{html.escape(title)}</h2>")
         for name in names:
@@ -173,12 +192,10 @@ def render_html(aggregates: Aggregates, plot_paths: list[Path], plot_note: str =
             for stem in (f"heatmap_{name}", f"bars_{name}"):
                 if stem in figures:
                     parts.append(_img(figures[stem]))
+        if pairs:  # the pair list belongs to its own section, after the significance tables
+            parts.append(pairs)
     if plot_note:
         parts.append(f"<p class='note'>{html.escape(plot_note)}</p>")
-    if aggregates.significance is not None and not aggregates.significance.empty:
-        sig = aggregates.significance[aggregates.significance["p_value"] < opts.alpha]
-        parts.append("<h3>Significant pairs (one-sided paired bootstrap, p &lt; alpha)</h3>")
-        parts.append(_frame_html(sig, decimals=4))
     parts.append("<h2>Models</h2>")
     parts.append(_frame_html(aggregates.models))
     parts.append("<h3>Primary metric per (model, task)</h3>")
@@ -208,6 +225,16 @@ def render_html(aggregates: Aggregates, plot_paths: list[Path], plot_note: str =
     parts.append(_definitions_html(opts))
     parts.append("</body></html>\n")
     return "\n".join(parts)
+
+
+def _significant_pairs_html(aggregates: Aggregates) -> str:
+    """The "Significant pairs" sub-section of "Significance" ("" when no test was run)."""
+    if aggregates.significance is None or aggregates.significance.empty:
+        return ""
+    alpha = aggregates.options.alpha
+    sig = aggregates.significance[aggregates.significance["p_value"] < alpha]
+    head = f"<h3>Significant pairs (one-sided paired bootstrap, p &lt; {alpha:g})</h3>"
+    return head + _frame_html(sig, decimals=4)
 
 
 def _issues_html(aggregates: Aggregates) -> str:

@@ -18,13 +18,14 @@ results file's number by more than 1e-6 (samples from another run).
 
 from __future__ import annotations
 
-import json
+import math
 from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
 
 from .issues import AggregationError, IssueLog
+from .json_input import BadJson, parse_json_bytes
 from .records import Variant
 
 MEAN_TOLERANCE = 1e-6
@@ -36,28 +37,36 @@ def read_sample_values(path: str, metric: str, *, filter_name: str = "none") -> 
     Only lines of filter ``filter_name`` are read when the file has several filters.
 
     Raises:
-        AggregationError: naming the file and line, for bad JSON, a missing ``doc_id`` or metric
-        value, or a repeated ``doc_id``.
+        AggregationError: naming the file and line, for a line that is not JSON (truncated, not
+        UTF-8, nested absurdly deep), a missing or non-integer ``doc_id``, a missing metric value,
+        or a repeated ``doc_id``.
     """
     rows: dict[str, list[tuple[int, float]]] = {}
     try:
-        handle = open(path, encoding="utf-8")
+        with open(path, "rb") as handle:
+            lines = handle.read().split(b"\n")
     except OSError as err:
-        raise AggregationError(f"samples file {path}: cannot read ({err})") from None
-    with handle:
-        for lineno, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise AggregationError(f"samples file {path} line {lineno}: not valid JSON ({err.msg}; truncated?)") from None
-            if not isinstance(record, dict) or "doc_id" not in record:
-                raise AggregationError(f"samples file {path} line {lineno}: no doc_id")
-            value = record.get(metric)
-            if value is None or isinstance(value, (list, dict, str)):
-                raise AggregationError(f"samples file {path} line {lineno}: no numeric {metric!r} value")
-            rows.setdefault(str(record.get("filter", "none")), []).append((int(record["doc_id"]), float(value)))
+        raise AggregationError(f"samples file {path}: cannot read ({err.strerror or err})") from None
+    for lineno, raw in enumerate(lines, 1):
+        if not raw.strip():
+            continue
+        where = f"samples file {path} line {lineno}"
+        try:
+            record = parse_json_bytes(raw)
+        except BadJson as err:
+            raise AggregationError(f"{where}: {str(err).replace(' at line 1 column ', ' at column ')}") from None
+        if not isinstance(record, dict) or "doc_id" not in record:
+            raise AggregationError(f"{where}: no doc_id")
+        doc_id, value = record["doc_id"], record.get(metric)
+        if isinstance(doc_id, bool) or not isinstance(doc_id, int):
+            raise AggregationError(f"{where}: doc_id {doc_id!r} is not an integer")
+        try:
+            number = float(value) if not isinstance(value, (list, dict, str)) else math.nan
+        except (TypeError, OverflowError):
+            number = math.nan
+        if not math.isfinite(number):
+            raise AggregationError(f"{where}: no numeric {metric!r} value")
+        rows.setdefault(str(record.get("filter", "none")), []).append((doc_id, number))
     if not rows:
         raise AggregationError(f"samples file {path}: empty")
     if filter_name in rows:

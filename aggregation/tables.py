@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from .catalog import METHOD_TITLES, TASK_TITLES, TYPE_TITLES
+from .csv_cells import safe_text
 
 DAGGER = "†"
 MISSING = "–"
@@ -242,7 +243,7 @@ def to_csv(table: Table) -> str:
     grid = table.grid()
     n_cols = len(table.frame.columns)
     out = io.StringIO()
-    out.write(",".join(_csv_escape(h) for h in header) + "\n")
+    out.write(",".join(_csv_text(h) for h in header) + "\n")
     for i, row in enumerate(table.frame.index):
         parts = list(row) if isinstance(row, tuple) else [row]
         values = []
@@ -251,7 +252,8 @@ def to_csv(table: Table) -> str:
             if with_ci:
                 values.append(fmt(grid["ci_low"][i, j], decimals))
                 values.append(fmt(grid["ci_high"][i, j], decimals))
-        out.write(",".join(_csv_escape(str(x)) for x in parts + values) + "\n")
+        # ids are text (formula-escaped); values are numbers and stay numbers, "-1.5" included
+        out.write(",".join([_csv_text(str(x)) for x in parts] + [_csv_escape(str(x)) for x in values]) + "\n")
     if table.best:
         index = list(table.frame.index)
         if table.grouped:
@@ -267,14 +269,19 @@ def to_csv(table: Table) -> str:
             if with_ci:
                 cells = [x for c in cells for x in (c, "", "")]
             lead = [group, "_best"] if table.grouped else ["_best"]
-            out.write(",".join(_csv_escape(str(x)) for x in lead + cells) + "\n")
+            out.write(",".join(_csv_text(str(x)) for x in lead + cells) + "\n")
     return out.getvalue()
 
 
 def _csv_escape(text: str) -> str:
-    if any(ch in text for ch in ',"\n'):
+    if any(ch in text for ch in ',"\n\r'):
         return '"' + text.replace('"', '""') + '"'
     return text
+
+
+def _csv_text(text: str) -> str:
+    """A text cell: formula-escaped (``csv_cells.safe_text``), then CSV-quoted."""
+    return _csv_escape(safe_text(text))
 
 
 _LATEX_SPECIALS = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "\\": r"\textbackslash{}"}

@@ -16,7 +16,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-DEFAULT_MODEL = ROOT / "models" / "smollm2-135m-instruct"
+DEFAULT_MODEL = ROOT / "models" / "smollm2"
 DEFAULT_DATA = ROOT.parent / "shared" / "data"
 
 COUNTS: dict[str, float] = {}

@@ -9,7 +9,7 @@ of the distinct prefixes plus the distinct suffix tokens, i.e. the size of the t
 model input rows), max |Δ log-likelihood| over all (doc, choice) requests, and whether acc and
 acc_per_token are identical. Targets: >= 5x faster, forward tokens <= 1.3x the bound.
 
-    python benchmarks/backend_fewshot.py --model-dir models/smollm2-135m-instruct --data-dir ../shared/data
+    python benchmarks/backend_fewshot.py --model-dir models/smollm2 --data-dir ../shared/data
 
 Exits 0 with a "skip:" line when the model or the data is missing.
 """

@@ -8,7 +8,7 @@ time should grow linearly in the number of instructions, each one costing about 
 first. Prints time, forward tokens and the distinct-token bound per count, and the stock ``hf``
 backend's forward tokens for the same requests (counted, not run).
 
-    python benchmarks/backend_scaling.py --model-dir models/smollm2-135m-instruct --data-dir ../shared/data
+    python benchmarks/backend_scaling.py --model-dir models/smollm2 --data-dir ../shared/data
 
 Exits 0 with a "skip:" line when the model or the data is missing.
 """

@@ -15,7 +15,7 @@ steps included. In bfloat16 a near-tie may flip a variant's score by one item; c
 (``--dtype float32``) for identity. Needs the prepared
 model and the shared data; exits 0 with a "skip:" line when either is missing.
 
-    python benchmarks/backend_sweep.py --model-dir models/smollm2-135m-instruct --data-dir ../shared/data
+    python benchmarks/backend_sweep.py --model-dir models/smollm2 --data-dir ../shared/data
 """
 
 from __future__ import annotations

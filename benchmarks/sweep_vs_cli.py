@@ -7,7 +7,7 @@ Prints wall time of each and their ratio, the model requests and forward passes 
 checks that both give the same score for every variant. Needs a prepared model and the shared
 sample data; skips cleanly (exit 0 with a message) when either is missing.
 
-    python benchmarks/sweep_vs_cli.py --model-dir models/smollm2-135m-instruct --data-dir ../shared/data
+    python benchmarks/sweep_vs_cli.py --model-dir models/smollm2 --data-dir ../shared/data
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ CLI_KEYS = (
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model-dir", default=str(ROOT / "models" / "smollm2-135m-instruct"))
+    parser.add_argument("--model-dir", default=str(ROOT / "models" / "smollm2"))
     parser.add_argument("--data-dir", default=str(ROOT.parent / "shared" / "data"))
     parser.add_argument("--tasks", default="agnews")
     parser.add_argument("--methods", default="null,generic")

@@ -23,8 +23,18 @@ SUBCOMMANDS = (
 )
 
 
+class OneLineErrorParser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line ``instructeval: error: ...`` (exit 2), like every user error.
+
+    Sub-command parsers inherit the class (``add_subparsers`` uses the parent's type).
+    """
+
+    def error(self, message: str):  # noqa: D102 - argparse's hook
+        self.exit(2, f"instructeval: error: {message} (see: {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineErrorParser(
         prog="instructeval",
         description="InstructEval for lm-evaluation-harness: instructions, demos, perturbations, sensitivity.",
     )

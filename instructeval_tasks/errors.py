@@ -12,6 +12,21 @@ Example::
 
 from __future__ import annotations
 
+import difflib
+from typing import Iterable
+
 
 class UserError(Exception):
     """Bad input from the user: a one-line message that names the file, field or option and the fix."""
+
+
+def did_you_mean(word: object, choices: Iterable[object]) -> str:
+    """`` (did you mean 'x'?)`` for the closest of ``choices`` to ``word``, or ``""`` when none is close.
+
+    Example::
+
+        >>> did_you_mean("agnwes", ["agnews", "anli"]), did_you_mean("zzz", ["agnews"])
+        (" (did you mean 'agnews'?)", '')
+    """
+    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""

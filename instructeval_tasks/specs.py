@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from instructeval_tasks.errors import UserError, did_you_mean
+
 TaskKind = Literal["cls", "mcq", "gqa"]
 
 
@@ -70,12 +72,23 @@ TASK_TYPES: dict[str, tuple[str, ...]] = {
 }
 
 
+class UnknownTaskError(UserError, KeyError):
+    """A task name that is not one of the nine; still a ``KeyError`` for callers that catch that."""
+
+    def __str__(self) -> str:  # KeyError would print the message quoted
+        return str(self.args[0]) if self.args else ""
+
+
 def get_spec(name: str) -> TaskSpec:
-    """Look a task up by short id (``agnews``) or harness name (``instructeval_agnews``)."""
-    key = name.removeprefix("instructeval_")
+    """Look a task up by short id (``agnews``) or harness name (``instructeval_agnews``).
+
+    Raises:
+        UnknownTaskError: (a ``KeyError``) naming the closest task and listing the known ones.
+    """
+    key = str(name).removeprefix("instructeval_")
     try:
         return TASK_SPECS[key]
     except KeyError:
-        raise KeyError(
-            f"unknown InstructEval task {name!r}; known tasks: {', '.join(TASK_SPECS)}"
+        raise UnknownTaskError(
+            f"unknown InstructEval task {name!r}{did_you_mean(key, TASK_SPECS)}; known tasks: {', '.join(TASK_SPECS)}"
         ) from None

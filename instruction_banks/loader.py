@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from instructeval_tasks.errors import did_you_mean
+
 from .original_layout import check_original_file, is_original_data
 from .schema import PAPER_METHODS, BankEntry, BankError, check_bank_file, known_tasks, read_yaml
 
@@ -67,8 +69,10 @@ class Bank:
                 f"(models: {', '.join(models)}); name one of them"
                 + (f" (no bank for model {model!r})" if model else "")
             )
+        if task not in self.tasks():
+            raise BankError(f"bank {self.root}: no task {task!r}{did_you_mean(task, self.tasks())}; tasks: {', '.join(self.tasks())}")
         raise BankError(
-            f"bank {self.root}: no method {method!r} for task {task!r}; "
+            f"bank {self.root}: no method {method!r} for task {task!r}{did_you_mean(method, self.methods(task))}; "
             f"available: {', '.join(self.methods(task)) or 'none'}"
         )
 

@@ -8,13 +8,16 @@
   ``--model`` shows every model's entries;
 * ``instructeval banks validate [DIR ...]``: check bank directories (default: the shipped banks),
   list every problem found and exit 1 if there is any.
+
+A bad argument (a ``--bank-dir`` or ``DIR`` that does not exist, an unknown method, task or model)
+is a user error: one line ``instructeval: error: ...``, exit 2.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
+import os
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -46,13 +49,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _bank(bank_dir: str | None):
-    from instructeval_banks import BankError, load_bank
+    """The bank; a bad ``--bank-dir`` raises ``BankError`` (a user error: one line, exit 2)."""
+    from instructeval_banks import load_bank
 
-    try:
-        return load_bank(bank_dir)
-    except BankError as err:
-        print(f"error: {err}", file=sys.stderr)
-        raise SystemExit(1) from None
+    return load_bank(bank_dir)
 
 
 def run_list(args: argparse.Namespace) -> int:
@@ -85,35 +85,41 @@ def run_list(args: argparse.Namespace) -> int:
 
 def run_show(args: argparse.Namespace) -> int:
     from instructeval_banks import BankError, render_structured
+    from instructeval_banks.structured import ENCODINGS
 
+    if args.encoding is not None and args.encoding not in ENCODINGS:
+        raise BankError(f"--encoding {args.encoding!r}: expected one of {', '.join(ENCODINGS)}")
     bank = _bank(args.bank_dir)
-    try:
-        if args.model is None and (args.method, args.task, None) not in bank.entries_by_key and bank.models(args.method, args.task):
-            groups = [bank.entries(args.method, args.task, m) for m in bank.models(args.method, args.task)]
-        else:
-            groups = [bank.entries(args.method, args.task, args.model)]
-        for entries in groups:
-            for entry in entries:
-                text = entry.text
-                if entry.structured is not None and args.encoding:
-                    text = render_structured(entry.structured, args.encoding)
-                label = entry.id + (f" (model {entry.model})" if entry.model else "")
-                if entry.structured is not None:  # a multi-line rendering: print it as a block
-                    print(f"{label}:\n{text}\n")
-                elif text != " ".join(text.split()):  # odd whitespace (APE strings): show it quoted
-                    print(f"{label}: {json.dumps(text, ensure_ascii=False)}")
-                else:
-                    print(f"{label}: {text}")
-    except BankError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
+    # an unknown method, task or model raises BankError: one line, exit 2
+    if args.model is None and (args.method, args.task, None) not in bank.entries_by_key and bank.models(args.method, args.task):
+        groups = [bank.entries(args.method, args.task, m) for m in bank.models(args.method, args.task)]
+    else:
+        groups = [bank.entries(args.method, args.task, args.model)]
+    for entries in groups:
+        for entry in entries:
+            text = entry.text
+            if entry.structured is not None and args.encoding:
+                text = render_structured(entry.structured, args.encoding)
+            label = entry.id + (f" (model {entry.model})" if entry.model else "")
+            if entry.structured is not None:  # a multi-line rendering: print it as a block
+                print(f"{label}:\n{text}\n")
+            elif text != " ".join(text.split()):  # odd whitespace (APE strings): show it quoted
+                print(f"{label}: {json.dumps(text, ensure_ascii=False)}")
+            else:
+                print(f"{label}: {text}")
     return 0
 
 
 def run_validate(args: argparse.Namespace) -> int:
     from instructeval_banks import BANKS_DIR, check_bank_dir
 
+    from instructeval_banks import BankError
+
     dirs = args.dirs or [str(BANKS_DIR)]
+    for directory in dirs:  # a path that is not there is a typo, not a bank with problems
+        if not os.path.isdir(directory):
+            what = "is not a folder" if os.path.exists(directory) else "does not exist"
+            raise BankError(f"bank directory {directory} {what}")
     failed = 0
     for directory in dirs:
         bank, errors = check_bank_dir(directory)

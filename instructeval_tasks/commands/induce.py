@@ -2,12 +2,12 @@
 
 Examples::
 
-    instructeval induce --method low_perplexity --model hf --model_args pretrained=models/smollm2-135m-instruct \\
+    instructeval induce --method low_perplexity --model hf --model_args pretrained=models/smollm2 \\
         --tasks agnews,hellaswag --data-dir ../shared/data --output out/induced
-    instructeval induce --method ape --model hf --model_args pretrained=models/smollm2-135m-instruct \\
+    instructeval induce --method ape --model hf --model_args pretrained=models/smollm2 \\
         --tasks agnews --data-dir ../shared/data --output out/induced --demo-sets 4 --samples 2 --exec-items 32
     instructeval induce --method execution_accuracy --candidates ape --bank-dir out/induced ... --output out/induced
-    instructeval run --model hf --model_args pretrained=models/smollm2-135m-instruct --tasks agnews \\
+    instructeval run --model hf --model_args pretrained=models/smollm2 --tasks agnews \\
         --methods low_perplexity,ape --bank-dir out/induced --output out/sweep
 
 Definitions: ``instructeval_tasks/induce/perplexity.py`` (perplexity), ``induce/ape.py`` (meta-prompt,
@@ -72,10 +72,9 @@ KNOBS = (
 
 
 def run(args: argparse.Namespace) -> int:
-    import sys
-
-    from instructeval_tasks.induce.common import InduceError
+    from instructeval_tasks.errors import UserError
     from instructeval_tasks.induce.run import InduceSettings, run_induce
+    from instructeval_tasks.output_folder import check_output_folder
 
     batch_size = int(args.batch_size) if str(args.batch_size).isdigit() else args.batch_size
     knobs = {key: getattr(args, key) for key in KNOBS}
@@ -84,6 +83,7 @@ def run(args: argparse.Namespace) -> int:
         settings = InduceSettings(truncate_words=None)
     else:
         settings = InduceSettings()
+    check_output_folder(args.output, "--output")  # before the model loads
     try:
         report = run_induce(
             method=args.method,
@@ -102,9 +102,10 @@ def run(args: argparse.Namespace) -> int:
             progress=args.progress,
             **knobs,
         )
-    except (InduceError, ValueError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
+    except UserError:
+        raise  # one line, exit 2 (instructeval_tasks.cli)
+    except ValueError as err:  # an unknown task or a bad knob value, found before the model loads
+        raise UserError(str(err)) from None
     for path in report.written:
         print(f"wrote {path}")
     for path in report.skipped:

@@ -21,8 +21,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from instructeval_tasks.models import cpu_dtype, prepare_model
+    from instructeval_tasks.output_folder import check_output_folder
 
+    check_output_folder(args.out, "--out")  # before the download and conversion
     out = prepare_model(args.name, args.out, install=args.install)
-    # the checkpoint is stored in bfloat16; on a CPU without native bf16, float32 runs much faster
-    print(f"ready: lm_eval --model hf --model_args pretrained={out},dtype={cpu_dtype()} --device cpu ...")
+    # the checkpoint is stored in bfloat16; on a CPU without native bf16, float32 runs much faster.
+    # The hint is the README's next command: the plugin's backend, the folder as the user gave it.
+    print(
+        f"ready: lm_eval --include_path {_include_path()} --tasks instructeval_agnews --model instructeval-hf "
+        f"--model_args pretrained={args.out},dtype={cpu_dtype()} --device cpu --batch_size 8 ..."
+    )
     return 0
+
+
+def _include_path() -> str:
+    """``instructeval_tasks`` from a clone's root, else the installed folder (``instructeval tasks-dir``)."""
+    import os
+
+    from instructeval_tasks import TASKS_DIR
+
+    if os.path.realpath("instructeval_tasks") == os.path.realpath(TASKS_DIR):
+        return "instructeval_tasks"
+    return str(TASKS_DIR)

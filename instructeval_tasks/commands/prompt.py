@@ -24,16 +24,35 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
+def parse_metadata(text: str) -> dict:
+    """``--metadata`` as a dict; :class:`~instructeval_tasks.options.OptionError` naming the fix otherwise."""
+    from instructeval_tasks.options import OptionError
+
+    example = """e.g. --metadata '{"method": "generic", "instruction_index": 2}'"""
+    try:
+        metadata = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise OptionError(f"--metadata is not valid JSON ({err.msg} at column {err.colno}); {example}") from None
+    if not isinstance(metadata, dict):
+        raise OptionError(f"--metadata must be a JSON object, not {type(metadata).__name__}; {example}")
+    return metadata
+
+
 def run(args: argparse.Namespace) -> int:
+    from instructeval_tasks.options import OptionError
     from instructeval_tasks.preview import build_task, render_prompt
 
-    try:
-        metadata = json.loads(args.metadata)
-    except json.JSONDecodeError as err:
-        raise SystemExit(f"--metadata is not valid JSON: {err}") from None
+    if args.num_fewshot is not None and args.num_fewshot < 0:
+        raise OptionError(f"--num-fewshot {args.num_fewshot}: must be >= 0 (0 is zero-shot)")
+    if args.doc < 0:
+        raise OptionError(f"--doc {args.doc}: must be >= 0")
+    metadata = parse_metadata(args.metadata)
     if args.data_dir:
         metadata["data_dir"] = args.data_dir
     task = build_task(args.task, metadata, args.num_fewshot)
+    n_docs = len(task.eval_docs)
+    if args.doc >= n_docs:
+        raise OptionError(f"--doc {args.doc}: the eval split of {args.task} has {n_docs} documents (0..{n_docs - 1})")
     context, continuations = render_prompt(task, args.doc)
     print(context, end="")
     print("\n" + "-" * 40)

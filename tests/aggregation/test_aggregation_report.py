@@ -79,11 +79,13 @@ def test_cli_exit_codes(tmp_path):
     assert cli_main(["aggregate", str(runs), "--out", str(tmp_path / "ok"), "--bootstrap", "20", "--no-plots"]) == 0
     assert (tmp_path / "ok" / "tables" / "gain_few_shot.md").is_file()
     (runs / "SmolLM2-135M" / "results_broken.json").write_text("{")
-    assert cli_main(["aggregate", str(runs), "--out", str(tmp_path / "err"), "--bootstrap", "0", "--no-plots"]) == 1
+    # 3: written, but an input was dropped (distinct from 1, a failed write, and 2, a user error)
+    assert cli_main(["aggregate", str(runs), "--out", str(tmp_path / "err"), "--bootstrap", "0", "--no-plots"]) == 3
     assert (tmp_path / "err" / "report.html").is_file()  # the good files still give a report
     assert cli_main(["aggregate", str(runs), "--out", str(tmp_path / "strict"), "--strict", "--no-plots"]) == 2
     assert not (tmp_path / "strict").exists()
     assert cli_main(["aggregate", str(tmp_path / "missing"), "--out", str(tmp_path / "none")]) == 2
+    assert not (tmp_path / "none").exists()
 
 
 def test_registry_patterns_and_user_override(tmp_path):
@@ -140,3 +142,27 @@ def test_unknown_model_falls_back_to_results_then_warns(tmp_path):
     assert by.loc["mystery", "params_b"] == pytest.approx(7.1) and by.loc["mystery", "scale"] == ">=6B"
     assert math.isnan(by.loc["void", "params_b"]) and by.loc["void", "scale"] == "unknown"
     assert {i.code for i in issues.items} == {"model-size", "model-family"}
+
+
+def _headings(html: str) -> list[tuple[str, str]]:
+    import re
+
+    return [(m.group(1), re.sub(r"<[^>]+>", "", m.group(2))) for m in re.finditer(r"<(h[23])>(.*?)</\1>", html)]
+
+
+def test_significant_pairs_sit_under_significance(tmp_path):
+    """The "Significant pairs" list is part of the Significance section, not of the last table section."""
+    runs = sweep_dir(tmp_path / "runs")
+    result = aggregate(load_runs([runs]), n_boot=50)
+    assert result.significance is not None and not result.significance.empty
+    html = Path(write_report(result, tmp_path / "out", plots=False)["report"]).read_text()
+    headings = _headings(html)
+    h2 = [text for level, text in headings if level == "h2"]
+    pairs = next(i for i, (level, text) in enumerate(headings) if text.startswith("Significant pairs"))
+    owner = next(text for level, text in reversed(headings[:pairs]) if level == "h2")
+    assert owner == "Significance"
+    assert h2.index("Significance") < h2.index("By model scale (paper Table 8)")
+    # the pair list follows the section's own tables and comes before the next section
+    section = html[html.index("<h2>Significance</h2>") : html.index("<h2>AvgP and MaxP</h2>")]
+    assert "<caption>" in section.split("Significant pairs")[0]
+    assert "Significant pairs" in section

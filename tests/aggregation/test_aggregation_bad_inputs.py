@@ -1,0 +1,103 @@
+"""Broken results and samples files: an issue naming the file and line, never a traceback, nothing else lost."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from instructeval_aggregation import aggregate, load_runs
+from instructeval_aggregation.json_input import MAX_DEPTH, BadJson, parse_json_bytes
+from instructeval_aggregation.samples import read_sample_values
+from instructeval_aggregation.issues import AggregationError
+from instructeval_aggregation.testing import grid, sweep_record, write_run
+from instructeval_tasks.cli import main as cli_main
+
+INSTRUCTIONS = [("null", "null"), ("generic", "generic-0")]
+
+
+def run_dir(root: Path, model: str) -> Path:
+    def accuracy(task, method, iid, setting, demo, order):
+        rng = random.Random(f"{model}|{task}|{iid}|{setting}|{demo}|{order}")
+        return [1 if rng.random() < 0.5 else 0 for _ in range(20)]
+
+    return write_run(root, model, grid(["agnews"], INSTRUCTIONS, accuracy), sweep=sweep_record())
+
+
+BROKEN_RESULTS = {
+    "bomb": (b'{"results":\n' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nested more than", 2),
+    "deep": (b'{"results": {}, "configs": {"x": ' + b"[" * 500 + b"]" * 500 + b"}}", "nested more than", 1),
+    "truncated": (None, "truncated?", None),
+    "latin1": (b'{"results": {},\n "configs": {"caf\xe9": 1}}', "not UTF-8: byte 0xe9 at line 2", 2),
+    "bigint": (b'{"results": {"a": ' + b"9" * 5000 + b"}}", "not usable JSON", None),
+}
+
+
+def test_results_files_that_cannot_be_parsed_are_dropped_with_their_line(tmp_path, capsys):
+    good = run_dir(tmp_path / "runs", "SmolLM2-135M")
+    text = good.read_bytes()
+    bad_dir = tmp_path / "runs" / "bad"
+    bad_dir.mkdir()
+    for name, (content, _, _) in BROKEN_RESULTS.items():
+        (bad_dir / f"results_{name}.json").write_bytes(text[: len(text) // 2] if content is None else content)
+    runset = load_runs([tmp_path / "runs"])
+    by_file = {Path(i.file).name: i for i in runset.issues.items if i.level == "error"}
+    for name, (_, expected, line) in BROKEN_RESULTS.items():
+        issue = by_file[f"results_{name}.json"]
+        assert issue.code == "bad-json" and expected in issue.message, issue
+        if line is not None:
+            assert f"line {line} " in issue.message, issue
+    assert {v.model for v in runset.variants} == {"SmolLM2-135M"}
+    assert len(runset.variants) == len(json.loads(text)["results"])  # the good file is complete
+    # the command: written (exit 3, some input dropped), every dropped file named on stderr, no traceback
+    capsys.readouterr()
+    assert cli_main(["aggregate", str(tmp_path / "runs"), "--out", str(tmp_path / "out"), "--bootstrap", "20", "--no-plots"]) == 3
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.count("[bad-json]") == len(BROKEN_RESULTS)
+    assert (tmp_path / "out" / "report.html").is_file()
+    ci = (tmp_path / "out" / "data" / "ci.csv").read_text()
+    assert "SmolLM2-135M" in ci or "agnews" in ci  # item-level results of the good run survive
+
+
+def test_json_input_locates_the_problem():
+    with pytest.raises(BadJson, match=r"nested more than 100 levels deep at line 3 column 100") as err:
+        parse_json_bytes(b'{"a":\n\n' + b"[" * 10_000)
+    assert err.value.line == 3
+    assert parse_json_bytes(b"[" * MAX_DEPTH + b"]" * MAX_DEPTH) is not None
+    assert parse_json_bytes('\ufeff{"a": "\\u00e9"}'.encode()) == {"a": "é"}
+    with pytest.raises(BadJson, match="not UTF-8: byte 0xff at line 1 column 8"):
+        parse_json_bytes(b'{"a": "\xff"}')
+
+
+@pytest.mark.parametrize(
+    "line, expected",
+    [
+        (b'{"doc_id": 3, "acc_per', "line 4: not valid JSON (truncated?) at column 15"),
+        (b'{"doc_id": 3, "acc_per_token": 1.0, "doc": "\xff"}', "line 4: not UTF-8: byte 0xff at column"),
+        (b'{"doc_id": 3, "doc": ' + b"[" * 50_000 + b"]" * 50_000 + b"}", "line 4: nested more than 100 levels"),
+        (b'{"doc_id": "three", "acc_per_token": 1.0}', "line 4: doc_id 'three' is not an integer"),
+        (b'{"doc_id": 3, "acc_per_token": "1.0"}', "line 4: no numeric 'acc_per_token' value"),
+    ],
+)
+def test_a_broken_samples_line_is_named(tmp_path, line, expected):
+    path = tmp_path / "samples_x.jsonl"
+    good = b"".join(json.dumps({"doc_id": i, "acc_per_token": 1.0}).encode() + b"\n" for i in range(3))
+    path.write_bytes(good + line + b"\n")
+    with pytest.raises(AggregationError) as err:
+        read_sample_values(str(path), "acc_per_token")
+    assert str(path) in str(err.value) and expected in str(err.value)
+
+
+def test_a_broken_samples_file_drops_only_its_item_level_results(tmp_path):
+    run_dir(tmp_path / "runs", "SmolLM2-135M")
+    run_dir(tmp_path / "runs", "opt-1.3b")
+    victim = sorted((tmp_path / "runs" / "opt-1.3b").glob("samples_*zs*.jsonl"))[0]
+    victim.write_bytes(victim.read_bytes()[:-40] + b"\xff\n")  # a truncated, non-UTF-8 last line
+    result = aggregate(load_runs([tmp_path / "runs"]), n_boot=20)
+    bad = [i for i in result.issues if i.code == "bad-samples"]
+    assert len(bad) == 1 and "opt-1.3b/agnews" in bad[0].message and victim.name in bad[0].message
+    assert "line 20" in bad[0].message
+    assert set(result.ci["model"]) == {"SmolLM2-135M"} if "model" in result.ci.columns else not result.ci.empty
+    assert {"SmolLM2-135M", "opt-1.3b"} <= set(result.instructions["model"])  # both models still aggregated
