@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import datetime as _dt
 import logging
+import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -26,7 +27,9 @@ from typing import Any, Callable
 from instructeval_banks import join_bank_dirs, load_layered_bank
 
 from .. import TASKS_DIR, __version__, object_task_manager
+from ..options import DATA_DIR_ENV
 from ..specs import TASK_SPECS, get_spec
+from .identity import RUN_FINGERPRINT_KEY, for_task, run_fingerprint
 from .plan import MODEL_ARG_KEYS, Variant, build_plan, fingerprint
 from .profiles import Profile, get_profile
 from .interrupts import StopRequests
@@ -186,17 +189,21 @@ def run_sweep(
     method_names = resolve_names(methods, bank.methods(), "method")
     args_dict = parse_model_args(model_args)
     label = model_label or model_label_from_args(model, args_dict)
+    data_dir = data_dir or os.environ.get(DATA_DIR_ENV) or None  # as the tasks would read it
     data_dir = str(Path(data_dir).expanduser().resolve()) if data_dir else None
     bank_dir = join_bank_dirs(bank_dir)  # resolved; several directories joined by os.pathsep
 
     plan = build_plan(task_names, method_names, prof, bank, model_label=label)
     model_meta = {k: args_dict[k] for k in MODEL_ARG_KEYS if k in args_dict}
+    run_fp = run_fingerprint(model, args_dict, task_names, data_dir)
     metadata = {}
     for variant in plan:
         meta = variant.protocol_metadata(prof, bank_dir=bank_dir, data_dir=data_dir)
-        metadata[variant.name] = {**meta, **model_meta, "model_label": label}
+        metadata[variant.name] = {**meta, **model_meta, "model_label": label,
+                                  RUN_FINGERPRINT_KEY: for_task(run_fp, variant.task)}
 
     store = SweepStore(output, label)
+    store.check_run(run_fp)
     done = store.finished()
     planned = {name: meta["variant_fingerprint"] for name, meta in metadata.items()}
     store.check_conflicts(planned, done)
@@ -208,6 +215,7 @@ def run_sweep(
             "model": model,
             "model_args": args_dict,
             "model_label": label,
+            RUN_FINGERPRINT_KEY: run_fp,
             "profile": prof.as_dict(),
             "tasks": task_names,
             "methods": method_names,

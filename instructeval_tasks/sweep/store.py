@@ -24,6 +24,8 @@ from typing import Any, Iterable
 from lm_eval.utils import handle_non_serializable, sanitize_list
 from instructeval_tasks.errors import UserError
 
+from .identity import RUN_FINGERPRINT_KEY, differing_fields
+
 
 class SweepStoreError(UserError, RuntimeError):
     """The output folder holds something that conflicts with the planned sweep."""
@@ -37,6 +39,14 @@ def model_label_from_args(model: str, model_args: str | dict | None) -> str:
     pretrained = args.get("pretrained") or args.get("model") or model
     label = str(pretrained).rstrip("/").split("/")[-1]
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", label) or model
+
+
+def _short(value: Any) -> str:
+    """A value for a one-line message: hashes by their first 12 digits, long values cut."""
+    if isinstance(value, str) and len(value) >= 32 and re.fullmatch(r"[0-9a-f]+", value):
+        return repr(value[:12] + "...")
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def harness_sample_row(sample: dict[str, Any]) -> dict[str, Any]:
@@ -81,9 +91,10 @@ class SweepStore:
     def results_path(self, chunk: str) -> Path:
         return self.root / f"results_{chunk}.json"
 
-    def finished(self) -> dict[str, str]:
-        """``{variant name: fingerprint}`` of every variant in a readable results file."""
-        done: dict[str, str] = {}
+    def saved_variants(self) -> Iterable[tuple[Path, str, dict[str, Any]]]:
+        """``(results file, variant name, metadata)`` of every variant in a readable results file."""
+        if not self.root.is_dir():
+            return
         for path in sorted(self.root.glob("results_*.json")):
             try:
                 data = json.loads(path.read_text(encoding="utf-8"))
@@ -91,10 +102,45 @@ class SweepStore:
                 # Only a hand-edited or foreign file can be unreadable: writes are atomic.
                 continue
             for name, cfg in (data.get("configs") or {}).items():
-                fp = (cfg.get("metadata") or {}).get("variant_fingerprint")
-                if name in (data.get("results") or {}) and fp:
-                    done[name] = fp
+                if name in (data.get("results") or {}):
+                    yield path, name, (cfg.get("metadata") or {})
+
+    def finished(self) -> dict[str, str]:
+        """``{variant name: fingerprint}`` of every variant in a readable results file."""
+        done: dict[str, str] = {}
+        for _, name, meta in self.saved_variants():
+            fp = meta.get("variant_fingerprint")
+            if fp:
+                done[name] = fp
         return done
+
+    def check_run(self, run_fingerprint: dict[str, Any]) -> None:
+        """Refuse when any saved variant was computed by another model, backend, dtype, model_args,
+        data content or scoring version than ``run_fingerprint`` (``identity.run_fingerprint``).
+
+        Every saved result is checked, planned or not: one label folder holds one model's results.
+        Data fields are compared for the tasks both runs have.
+        """
+        for path, name, meta in self.saved_variants():
+            saved = meta.get(RUN_FINGERPRINT_KEY)
+            if not isinstance(saved, dict):
+                raise SweepStoreError(
+                    f"{self.root} holds results saved without a run fingerprint ({path.name}, from an older "
+                    f"version), so they cannot be checked against this model and data; use another --output "
+                    f"or --model-label, or delete {self.root} to recompute"
+                )
+            current = dict(run_fingerprint)
+            tasks = set((saved.get("data") or {})) & set(current.get("data") or {})
+            saved = {**saved, "data": {t: saved["data"][t] for t in tasks}}
+            current["data"] = {t: current["data"][t] for t in tasks}
+            diffs = differing_fields(saved, current)
+            if diffs:
+                shown = "; ".join(f"{field}: old {_short(old)} vs new {_short(new)}" for field, old, new in diffs[:3])
+                more = f" (+{len(diffs) - 3} more)" if len(diffs) > 3 else ""
+                raise SweepStoreError(
+                    f"{self.root} holds results of another model or data ({path.name}): {shown}{more}; "
+                    f"use another --output or --model-label for this run, or delete {self.root} to recompute"
+                )
 
     def check_conflicts(self, planned: dict[str, str], done: dict[str, str]) -> None:
         clashes = sorted(n for n, fp in planned.items() if n in done and done[n] != fp)
