@@ -33,6 +33,7 @@ from .identity import RUN_FINGERPRINT_KEY, for_task, run_fingerprint
 from .plan import MODEL_ARG_KEYS, Variant, build_plan, fingerprint
 from .profiles import Profile, get_profile
 from .interrupts import StopRequests
+from .lock import RunLock
 from .store import SweepStore, model_label_from_args
 
 log = logging.getLogger(__name__)
@@ -175,10 +176,10 @@ def run_sweep(
     dry_run: bool = False,
     progress: bool = True,
     echo: Callable[[str], None] | None = None,
+    lock_wait: float | None = None,
 ) -> SweepReport:
     """Run (or resume) a sweep; see the module docstring. Returns a ``SweepReport``."""
     import datasets
-    from tqdm.auto import tqdm
 
     start = time.monotonic()
     echo = echo or (lambda line: print(line, file=sys.stderr))
@@ -203,39 +204,68 @@ def run_sweep(
                                   RUN_FINGERPRINT_KEY: for_task(run_fp, variant.task)}
 
     store = SweepStore(output, label)
-    store.check_run(run_fp)
-    done = store.finished()
     planned = {name: meta["variant_fingerprint"] for name, meta in metadata.items()}
-    store.check_conflicts(planned, done)
-    pending = [v for v in plan if v.name not in done]
-    report = SweepReport(store.root, planned=len(plan), skipped=len(plan) - len(pending))
-    store.write_plan(
-        {
-            "plugin_version": __version__,
-            "model": model,
-            "model_args": args_dict,
-            "model_label": label,
-            RUN_FINGERPRINT_KEY: run_fp,
-            "profile": prof.as_dict(),
-            "tasks": task_names,
-            "methods": method_names,
-            "data_dir": data_dir,
-            "bank_dir": bank_dir,
-            "instructions": sorted(
-                {(v.task, v.entry.method, v.entry.id, v.entry.sha, v.entry.text) for v in plan}
-            ),
-            "variants": [v.name for v in plan],
-        }
-    )
-    echo(f"sweep: {len(plan)} variants planned, {report.skipped} already done, {len(pending)} to run -> {store.root}")
-    if dry_run or not pending:
+
+    def resume_state() -> list[Variant]:
+        """The variants still to run; refuses results of another model, data or protocol."""
+        store.check_run(run_fp)
+        done = store.finished()
+        store.check_conflicts(planned, done)
+        return [v for v in plan if v.name not in done]
+
+    if dry_run:  # reads the folder, writes nothing (no folder, no sweep.json, no lock file)
+        pending = resume_state()
+        report = SweepReport(store.root, planned=len(plan), skipped=len(plan) - len(pending))
+        echo(f"sweep (dry run): {len(plan)} variants planned, {report.skipped} already done, "
+             f"{len(pending)} to run -> {store.root}")
         report.seconds = time.monotonic() - start
         return report
 
-    datasets.disable_progress_bars()  # one sweep bar, not one "Map" bar per variant
-    if lm is None:
-        device = device or default_device(model)  # recorded in every results file's config
-        lm = load_model(model, model_args, batch_size=batch_size, max_batch_size=max_batch_size, device=device)
+    with RunLock(store.root, wait=lock_wait, echo=echo):
+        with store.updating():
+            pending = resume_state()
+            store.write_plan(
+                {
+                    "plugin_version": __version__,
+                    "model": model,
+                    "model_args": args_dict,
+                    "model_label": label,
+                    RUN_FINGERPRINT_KEY: run_fp,
+                    "profile": prof.as_dict(),
+                    "tasks": task_names,
+                    "methods": method_names,
+                    "data_dir": data_dir,
+                    "bank_dir": bank_dir,
+                    "instructions": sorted(
+                        {(v.task, v.entry.method, v.entry.id, v.entry.sha, v.entry.text) for v in plan}
+                    ),
+                    "variants": [v.name for v in plan],
+                }
+            )
+        report = SweepReport(store.root, planned=len(plan), skipped=len(plan) - len(pending))
+        echo(f"sweep: {len(plan)} variants planned, {report.skipped} already done, {len(pending)} to run -> {store.root}")
+        if not pending:
+            report.seconds = time.monotonic() - start
+            return report
+
+        datasets.disable_progress_bars()  # one sweep bar, not one "Map" bar per variant
+        if lm is None:
+            device = device or default_device(model)  # recorded in every results file's config
+            lm = load_model(model, model_args, batch_size=batch_size, max_batch_size=max_batch_size, device=device)
+        _evaluate_pending(lm, pending, prof, metadata, store, report, model=model, args_dict=args_dict, label=label,
+                          batch_size=batch_size, device=device, log_samples=log_samples, progress=progress, echo=echo)
+    report.seconds = time.monotonic() - start
+    echo(f"sweep finished: {report.evaluated} variants evaluated in {report.seconds:.0f} s -> {store.root}")
+    return report
+
+
+def _evaluate_pending(lm: Any, pending: list[Variant], prof: Profile, metadata: dict[str, dict[str, Any]],
+                      store: SweepStore, report: SweepReport, *, model: str, args_dict: dict[str, Any], label: str,
+                      batch_size: int | str, device: str | None, log_samples: bool, progress: bool,
+                      echo: Callable[[str], None]) -> None:
+    """Evaluate and save the pending variants chunk by chunk, with the progress bar and Ctrl-C handling."""
+    from tqdm.auto import tqdm
+
     bases: dict[str, dict[str, Any]] = {}
     bar = tqdm(total=len(pending), unit="variant", desc="sweep", disable=not progress, file=sys.stderr)
     stop = StopRequests(lambda line: bar.write(line, file=sys.stderr))
@@ -267,7 +297,4 @@ def run_sweep(
              f"Run the same command again to resume.")
         raise
     bar.close()
-    report.seconds = time.monotonic() - start
-    echo(f"sweep finished: {report.evaluated} variants evaluated in {report.seconds:.0f} s -> {store.root}")
-    return report
 

@@ -4,7 +4,8 @@ Layout: ``<output>/<model label>/``
 
 - ``sweep.json``: the plan (profile, tasks, instructions, variant names, model) of the last start;
 - per chunk (one task x instruction): ``samples_<variant>_<chunk>.jsonl`` for every variant, then
-  ``results_<chunk>.json`` -- a standard lm-eval results file holding the chunk's variants.
+  ``results_<chunk>.json`` -- a standard lm-eval results file holding the chunk's variants;
+- ``.instructeval.lock`` (+ ``.owner``) and ``.instructeval.store.lock``: the folder's locks (``lock``).
 
 Every file is written to a temporary name and renamed into place, and the results file is renamed
 last: it is the commit marker. A sweep killed at any point (Ctrl-C, ``kill -9``) leaves finished chunks
@@ -14,17 +15,21 @@ the unfinished chunk is recomputed, its stale sample files replaced.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import tempfile
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
+
+from filelock import FileLock
 
 from lm_eval.utils import handle_non_serializable, sanitize_list
 from instructeval_tasks.errors import UserError
 
 from .identity import RUN_FINGERPRINT_KEY, differing_fields
+from .lock import store_lock
 
 
 class SweepStoreError(UserError, RuntimeError):
@@ -85,8 +90,22 @@ class SweepStore:
     """Reads and writes one model's sweep folder."""
 
     def __init__(self, output: Path | str, model_label: str) -> None:
+        # Nothing is created here: a dry run reads the folder and writes nothing.
         self.root = Path(output).expanduser().resolve() / model_label
+        self._store_lock: FileLock | None = None
+
+    @contextlib.contextmanager
+    def updating(self) -> Iterator[None]:
+        """Hold the short store lock (``lock.STORE_LOCK``) around a read-check-write of the folder.
+
+        Re-entrant within one store object; the run lock (``lock.RunLock``) already excludes other
+        runs, so today this only matters for writers that share a folder (shards, see ``lock``).
+        """
         self.root.mkdir(parents=True, exist_ok=True)
+        if self._store_lock is None:
+            self._store_lock = store_lock(self.root)
+        with self._store_lock:
+            yield
 
     def results_path(self, chunk: str) -> Path:
         return self.root / f"results_{chunk}.json"
@@ -152,6 +171,10 @@ class SweepStore:
 
     def write_chunk(self, chunk: str, results: dict[str, Any], samples: dict[str, list[dict]], stamp: str) -> Path:
         """Write the chunk's sample files, then its results file (the commit marker)."""
+        with self.updating():
+            return self._write_chunk(chunk, results, samples, stamp)
+
+    def _write_chunk(self, chunk: str, results: dict[str, Any], samples: dict[str, list[dict]], stamp: str) -> Path:
         for variant in samples:
             for stale in self.root.glob(f"samples_{variant}_*.jsonl"):
                 stale.unlink()
@@ -166,7 +189,8 @@ class SweepStore:
         return path
 
     def write_plan(self, plan: dict[str, Any]) -> None:
-        atomic_write_text(self.root / "sweep.json", json.dumps(plan, indent=2, default=str, ensure_ascii=False))
+        with self.updating():
+            atomic_write_text(self.root / "sweep.json", json.dumps(plan, indent=2, default=str, ensure_ascii=False))
 
     def result_files(self) -> Iterable[Path]:
         return sorted(self.root.glob("results_*.json"))
