@@ -34,7 +34,10 @@ from .plan import MODEL_ARG_KEYS, Variant, build_plan, fingerprint
 from .profiles import Profile, get_profile
 from .interrupts import StopRequests
 from .lock import RunLock
-from .store import SweepStore, model_label_from_args
+from .store import SweepStore, check_folder_name, check_output, model_label_from_args
+from .validate import check_backend, check_batch_size, check_max_batch_size, parse_model_args, resolve_names
+
+__all__ = ["SweepReport", "parse_model_args", "resolve_names", "run_sweep"]
 
 log = logging.getLogger(__name__)
 
@@ -51,28 +54,6 @@ class SweepReport:
     evaluated: int = 0
     result_files: list[Path] = field(default_factory=list)
     seconds: float = 0.0
-
-
-def parse_model_args(model_args: str | dict | None) -> dict[str, Any]:
-    if isinstance(model_args, dict):
-        return dict(model_args)
-    from lm_eval.utils import simple_parse_args_string
-
-    return simple_parse_args_string(model_args or "")
-
-
-def resolve_names(values: list[str] | str, known: list[str], what: str) -> list[str]:
-    """Split comma lists, expand ``all``, and reject unknown names with the list of known ones."""
-    if isinstance(values, str):
-        values = [values]
-    names = [v.strip() for item in values for v in item.split(",") if v.strip()]
-    if any(n in ("all", "instructeval") for n in names):
-        return list(known)
-    names = [n.removeprefix("instructeval_") for n in names] if what == "task" else names
-    unknown = [n for n in names if n not in known]
-    if unknown:
-        raise ValueError(f"unknown {what}(s) {unknown}; known: {', '.join(known)}")
-    return names
 
 
 def base_task_config(task: str) -> dict[str, Any]:
@@ -149,6 +130,26 @@ def evaluate_chunk(
     return results, samples
 
 
+def preflight(plan: list[Variant], profile: Profile, metadata: dict[str, dict[str, Any]]) -> None:
+    """Build the first variant of every (task, setting) as a task before the model loads.
+
+    Building a task reads its metadata options, its data and its instruction, and draws its test
+    sample and demos: a bad value there (a test sample larger than the eval split, an option out
+    of range, a malformed data file) stops the sweep now instead of after the model load, and
+    ``--dry-run`` reports it too.
+    """
+    from ..task import InstructEvalTask
+
+    bases: dict[str, dict[str, Any]] = {}
+    seen: set[tuple[str, str]] = set()
+    for variant in plan:
+        if (variant.task, variant.setting) in seen:
+            continue
+        seen.add((variant.task, variant.setting))
+        base = bases.setdefault(variant.task, base_task_config(variant.task))
+        InstructEvalTask(config=variant_config(base, variant, profile, metadata[variant.name]))
+
+
 def _primary(result: dict[str, Any]) -> tuple[str, float | None]:
     for key in PRIMARY_METRICS:
         if key in result:
@@ -183,25 +184,33 @@ def run_sweep(
 
     start = time.monotonic()
     echo = echo or (lambda line: print(line, file=sys.stderr))
+    # Every check that can fail on the user's input runs here, before the lock and the model load.
     prof = profile if isinstance(profile, Profile) else get_profile(profile)
     prof = prof.override(**(overrides or {}))
     bank = load_layered_bank(bank_dir)  # the shipped banks with bank_dir's directories on top
     task_names = resolve_names(tasks, list(TASK_SPECS), "task")
     method_names = resolve_names(methods, bank.methods(), "method")
     args_dict = parse_model_args(model_args)
-    label = model_label or model_label_from_args(model, args_dict)
+    if lm is None:
+        check_backend(model)
+    batch_size = check_batch_size(batch_size)
+    check_max_batch_size(max_batch_size)
+    label = check_folder_name(model_label, "--model-label") if model_label is not None else model_label_from_args(model, args_dict)
+    check_output(output, label)
     data_dir = data_dir or os.environ.get(DATA_DIR_ENV) or None  # as the tasks would read it
     data_dir = str(Path(data_dir).expanduser().resolve()) if data_dir else None
     bank_dir = join_bank_dirs(bank_dir)  # resolved; several directories joined by os.pathsep
 
     plan = build_plan(task_names, method_names, prof, bank, model_label=label)
     model_meta = {k: args_dict[k] for k in MODEL_ARG_KEYS if k in args_dict}
-    run_fp = run_fingerprint(model, args_dict, task_names, data_dir)
+    run_fp = run_fingerprint(model, args_dict, task_names, data_dir)  # also: every data file exists
     metadata = {}
     for variant in plan:
         meta = variant.protocol_metadata(prof, bank_dir=bank_dir, data_dir=data_dir)
         metadata[variant.name] = {**meta, **model_meta, "model_label": label,
                                   RUN_FINGERPRINT_KEY: for_task(run_fp, variant.task)}
+    datasets.disable_progress_bars()  # one sweep bar, not one "Map" bar per variant
+    preflight(plan, prof, metadata)
 
     store = SweepStore(output, label)
     planned = {name: meta["variant_fingerprint"] for name, meta in metadata.items()}
@@ -221,8 +230,12 @@ def run_sweep(
         report.seconds = time.monotonic() - start
         return report
 
+    store.create()
     with RunLock(store.root, wait=lock_wait, echo=echo):
         with store.updating():
+            removed = store.clean_temp_files()
+            if removed:
+                echo(f"removed {len(removed)} temporary file(s) left by an interrupted write in {store.root}")
             pending = resume_state()
             store.write_plan(
                 {
@@ -248,7 +261,6 @@ def run_sweep(
             report.seconds = time.monotonic() - start
             return report
 
-        datasets.disable_progress_bars()  # one sweep bar, not one "Map" bar per variant
         if lm is None:
             device = device or default_device(model)  # recorded in every results file's config
             lm = load_model(model, model_args, batch_size=batch_size, max_batch_size=max_batch_size, device=device)

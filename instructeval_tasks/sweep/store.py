@@ -36,14 +36,55 @@ class SweepStoreError(UserError, RuntimeError):
     """The output folder holds something that conflicts with the planned sweep."""
 
 
+class OutputPathError(UserError, ValueError):
+    """A label, task name or id that would leave --output, or an --output that cannot be written."""
+
+
 def model_label_from_args(model: str, model_args: str | dict | None) -> str:
     """A folder-safe label: the ``pretrained`` value's last path part, else the backend name."""
     args = model_args or {}
     if isinstance(args, str):
         args = dict(part.split("=", 1) for part in args.split(",") if "=" in part)
-    pretrained = args.get("pretrained") or args.get("model") or model
-    label = str(pretrained).rstrip("/").split("/")[-1]
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", label) or model
+    pretrained = str(args.get("pretrained") or args.get("model") or model)
+    label = pretrained.rstrip("/").split("/")[-1]
+    if label in ("", ".", ".."):  # e.g. pretrained=models/.. names the folder it resolves to
+        label = Path(pretrained).expanduser().resolve().name
+    label = re.sub(r"[^A-Za-z0-9_.-]+", "-", label)
+    return model if label in ("", ".", "..") else label
+
+
+def check_folder_name(name: str, what: str) -> str:
+    """``name`` if it is one plain folder or file name (never a path that could leave its parent).
+
+    >>> check_folder_name("smollm2-bf16", "--model-label")
+    'smollm2-bf16'
+    """
+    if (not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name
+            or (os.altsep and os.altsep in name) or Path(name).is_absolute()):
+        raise OutputPathError(
+            f"{what} {name!r} is not a plain folder name: it must stay inside --output, so no '/', '\\', "
+            f"'..' or absolute path (e.g. --model-label smollm2-bf16)"
+        )
+    return name
+
+
+def check_output(output: Path | str, label: str) -> Path:
+    """The label folder ``<output>/<label>``, after checking that it can be a writable folder.
+
+    Reads only (``--dry-run`` writes nothing): a file where a folder must be, or an existing folder
+    the user may not write, is an error. A run also reports any OSError creating the folder.
+    """
+    out = Path(output).expanduser()
+    folder = out / check_folder_name(label, "--model-label")
+    for path in (folder, *folder.parents):
+        if path.exists():
+            if not path.is_dir():
+                where = "--output" if path == out else ("the label folder" if path == folder else "a parent of --output")
+                raise OutputPathError(f"--output {out}: {where} {path} is a file, not a folder; choose another --output")
+            if not os.access(path, os.W_OK | os.X_OK):
+                raise OutputPathError(f"--output {out}: {path} is not writable (permission denied); choose another --output")
+            break
+    return folder
 
 
 def _short(value: Any) -> str:
@@ -65,6 +106,11 @@ def harness_sample_row(sample: dict[str, Any]) -> dict[str, Any]:
     row["filtered_resps"] = sanitize_list(sample.get("filtered_resps", []))
     row["target"] = str(sample.get("target"))
     return row
+
+
+# What ``atomic_write_text`` leaves when killed mid-write: mkstemp's ``.<name>.`` prefix and 8
+# characters of [a-z0-9_], for the names the sweep writes (results, samples, plan, lock owner).
+_TEMP_NAME = re.compile(r"^\.(?:results_.+\.json|samples_.+\.jsonl|sweep\.json|\.instructeval\.lock\.owner)\.[a-z0-9_]{8}$")
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -91,8 +137,38 @@ class SweepStore:
 
     def __init__(self, output: Path | str, model_label: str) -> None:
         # Nothing is created here: a dry run reads the folder and writes nothing.
-        self.root = Path(output).expanduser().resolve() / model_label
+        self.output = Path(output).expanduser().resolve()
+        self.root = self.output / check_folder_name(model_label, "--model-label")
         self._store_lock: FileLock | None = None
+
+    def create(self) -> None:
+        """Create the folder; an OSError (read-only place, no permission) becomes a one-line error."""
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise OutputPathError(f"--output {self.output}: cannot create {self.root} ({err.strerror}); choose another --output") from None
+
+    def inside(self, name: str) -> Path:
+        """``root / name``, refusing a name that would resolve outside the folder."""
+        path = self.root / check_folder_name(name, "a sweep file name")
+        if path.resolve().parent != self.root.resolve():
+            raise OutputPathError(f"{name!r} would be written outside {self.root}")
+        return path
+
+    def clean_temp_files(self) -> list[Path]:
+        """Remove the temporary files an interrupted ``atomic_write_text`` left in the folder.
+
+        Only names of our own pattern (``.<results/samples/sweep.json/owner file>.<8 mkstemp
+        characters>``), only directly in this folder; call it under the run lock, when no other
+        writer of the folder can be mid-write.
+        """
+        removed = []
+        if self.root.is_dir():
+            for path in sorted(self.root.iterdir()):
+                if _TEMP_NAME.match(path.name) and path.is_file() and not path.is_symlink():
+                    path.unlink()
+                    removed.append(path)
+        return removed
 
     @contextlib.contextmanager
     def updating(self) -> Iterator[None]:
@@ -101,14 +177,14 @@ class SweepStore:
         Re-entrant within one store object; the run lock (``lock.RunLock``) already excludes other
         runs, so today this only matters for writers that share a folder (shards, see ``lock``).
         """
-        self.root.mkdir(parents=True, exist_ok=True)
+        self.create()
         if self._store_lock is None:
             self._store_lock = store_lock(self.root)
         with self._store_lock:
             yield
 
     def results_path(self, chunk: str) -> Path:
-        return self.root / f"results_{chunk}.json"
+        return self.inside(f"results_{chunk}.json")
 
     def saved_variants(self) -> Iterable[tuple[Path, str, dict[str, Any]]]:
         """``(results file, variant name, metadata)`` of every variant in a readable results file."""
@@ -183,7 +259,7 @@ class SweepStore:
                 json.dumps(harness_sample_row(row), default=handle_non_serializable, ensure_ascii=False) + "\n"
                 for row in sorted(rows, key=lambda r: r.get("doc_id", 0))
             )
-            atomic_write_text(self.root / f"samples_{variant}_{stamp}.jsonl", lines)
+            atomic_write_text(self.inside(f"samples_{variant}_{stamp}.jsonl"), lines)
         path = self.results_path(chunk)
         atomic_write_text(path, json.dumps(results, indent=2, default=handle_non_serializable, ensure_ascii=False))
         return path
