@@ -1,9 +1,10 @@
 """Evaluate a whole sweep for one model in one process with one model load.
 
-``run_sweep`` builds every variant of the plan as an in-memory ``InstructEvalTask`` and hands them,
-one chunk (task x instruction) at a time, to ``lm_eval.simple_evaluate`` with the already-loaded
-model, so any harness backend works and identical requests within a chunk are computed once. Each
-chunk is saved as a standard results file before the next starts (see ``store``).
+``run_sweep`` builds every variant of the plan as an in-memory ``InstructEvalTask`` and hands each
+to ``lm_eval.simple_evaluate`` with the already-loaded model, so any harness backend works. The
+variants of one chunk (task x instruction) are evaluated one harness call each -- the progress bar
+advances and each variant's time is measured per variant -- and saved together as one standard
+results file before the next chunk starts (see ``store``).
 
 Example:
     >>> report = run_sweep(model="hf", model_args="pretrained=models/smollm2-135m-instruct",
@@ -105,6 +106,28 @@ def load_model(model: str, model_args: str | dict | None, *, batch_size: int | s
     return cls.create_from_arg_string(model_args or "", extra)
 
 
+# Keys of a harness results dict that map task names to values: a chunk's are the union of its variants'.
+_PER_TASK_KEYS = ("results", "group_subtasks", "configs", "versions", "n-shot", "higher_is_better", "n-samples",
+                  "task_hashes")
+
+
+def merge_results(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """One harness results dict for a chunk from its variants' (one ``simple_evaluate`` each).
+
+    Per-task maps are joined; run-level keys (config, versions of the tools, model info) are the
+    first part's, ``end_time`` the last part's and ``total_evaluation_time_seconds`` their sum.
+    """
+    merged = copy.copy(parts[0])
+    for key in _PER_TASK_KEYS:
+        if any(key in part for part in parts):
+            merged[key] = {k: v for part in parts for k, v in (part.get(key) or {}).items()}
+    if "end_time" in parts[-1]:
+        merged["end_time"] = parts[-1]["end_time"]
+    if all("total_evaluation_time_seconds" in part for part in parts):
+        merged["total_evaluation_time_seconds"] = str(sum(float(p["total_evaluation_time_seconds"]) for p in parts))
+    return merged
+
+
 def evaluate_chunk(
     lm: Any,
     variants: list[Variant],
@@ -113,21 +136,33 @@ def evaluate_chunk(
     bases: dict[str, dict[str, Any]],
     *,
     log_samples: bool,
+    on_variant: Callable[[Variant, dict[str, Any], float], None] | None = None,
 ) -> tuple[dict[str, Any], dict[str, list[dict]]]:
-    """Build the chunk's variants as tasks and evaluate them in one harness call: (results, samples)."""
+    """Evaluate the chunk's variants, one harness call each: (merged results, samples).
+
+    ``on_variant(variant, its results, seconds)`` runs after each variant; ``seconds`` is the wall
+    time of that variant's own ``simple_evaluate`` call (building its requests, the model's
+    forward passes, scoring), so per-variant times are measured, not a share of the chunk.
+    """
     import lm_eval
 
     from ..task import InstructEvalTask
 
-    tasks = []
+    parts: list[dict[str, Any]] = []
+    samples: dict[str, list[dict]] = {}
     for variant in variants:
+        started = time.monotonic()
         base = bases.setdefault(variant.task, base_task_config(variant.task))
-        tasks.append(InstructEvalTask(config=variant_config(base, variant, profile, metadata[variant.name])))
-    results = lm_eval.simple_evaluate(model=lm, tasks=tasks, log_samples=log_samples, verbosity="ERROR",
-                                      task_manager=object_task_manager())
-    samples = results.pop("samples", {}) if log_samples else {}
-    results.pop("samples", None)
-    return results, samples
+        task = InstructEvalTask(config=variant_config(base, variant, profile, metadata[variant.name]))
+        results = lm_eval.simple_evaluate(model=lm, tasks=[task], log_samples=log_samples, verbosity="ERROR",
+                                          task_manager=object_task_manager())
+        variant_samples = results.pop("samples", None) or {}
+        if log_samples:
+            samples.update(variant_samples)
+        parts.append(results)
+        if on_variant is not None:
+            on_variant(variant, results, time.monotonic() - started)
+    return merge_results(parts), samples
 
 
 def preflight(plan: list[Variant], profile: Profile, metadata: dict[str, dict[str, Any]]) -> None:
@@ -279,14 +314,23 @@ def _evaluate_pending(lm: Any, pending: list[Variant], prof: Profile, metadata: 
     from tqdm.auto import tqdm
 
     bases: dict[str, dict[str, Any]] = {}
-    bar = tqdm(total=len(pending), unit="variant", desc="sweep", disable=not progress, file=sys.stderr)
+    # Redrawn on every variant (a variant takes seconds), not at tqdm's default 0.1 s rate limit.
+    bar = tqdm(total=len(pending), unit="variant", desc="sweep", disable=not progress, file=sys.stderr,
+               mininterval=0, miniters=1)
     stop = StopRequests(lambda line: bar.write(line, file=sys.stderr))
+
+    def variant_done(variant: Variant, results: dict[str, Any], seconds: float) -> None:
+        metric, value = _primary(results["results"].get(variant.name, {}))
+        shown = "n/a" if value is None else f"{value:.3f}"
+        bar.write(f"done {variant.name}: {metric}={shown} ({seconds:.1f} s)", file=sys.stderr)
+        bar.update(1)
+
     try:
         with stop:
             for chunk, group in groupby(pending, key=lambda v: v.chunk):
                 variants = list(group)
-                chunk_start = time.monotonic()
-                results, samples = evaluate_chunk(lm, variants, prof, metadata, bases, log_samples=log_samples)
+                results, samples = evaluate_chunk(lm, variants, prof, metadata, bases, log_samples=log_samples,
+                                                  on_variant=variant_done)
                 results["config"].update(model=model, model_args=args_dict, batch_size=batch_size, device=device)
                 results["model_name"] = label
                 stamp = _dt.datetime.now().strftime("%Y-%m-%dT%H-%M-%S.%f")
@@ -295,12 +339,6 @@ def _evaluate_pending(lm: Any, pending: list[Variant], prof: Profile, metadata: 
                 path = store.write_chunk(chunk_key, results, samples, stamp)
                 report.result_files.append(path)
                 report.evaluated += len(variants)
-                seconds = time.monotonic() - chunk_start
-                for variant in variants:
-                    metric, value = _primary(results["results"].get(variant.name, {}))
-                    shown = "n/a" if value is None else f"{value:.3f}"
-                    bar.write(f"done {variant.name}: {metric}={shown} ({seconds / len(variants):.1f} s)", file=sys.stderr)
-                bar.update(len(variants))
                 if stop.requested:
                     raise KeyboardInterrupt
     except KeyboardInterrupt:
