@@ -1,9 +1,10 @@
 """Evaluate a whole sweep for one model in one process with one model load.
 
-``run_sweep`` builds every variant of the plan as an in-memory ``InstructEvalTask`` and hands them,
-one chunk (task x instruction) at a time, to ``lm_eval.simple_evaluate`` with the already-loaded
-model, so any harness backend works and identical requests within a chunk are computed once. Each
-chunk is saved as a standard results file before the next starts (see ``store``).
+``run_sweep`` builds every variant of the plan as an in-memory ``InstructEvalTask`` and hands each
+to ``lm_eval.simple_evaluate`` with the already-loaded model, so any harness backend works. The
+variants of one chunk (task x instruction) are evaluated one harness call each -- the progress bar
+advances and each variant's time is measured per variant -- and saved together as one standard
+results file before the next chunk starts (see ``store``).
 
 Example:
     >>> report = run_sweep(model="hf", model_args="pretrained=models/smollm2-135m-instruct",
@@ -16,6 +17,7 @@ from __future__ import annotations
 import copy
 import datetime as _dt
 import logging
+import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -26,11 +28,17 @@ from typing import Any, Callable
 from instructeval_banks import join_bank_dirs, load_layered_bank
 
 from .. import TASKS_DIR, __version__, object_task_manager
+from ..options import DATA_DIR_ENV
 from ..specs import TASK_SPECS, get_spec
+from .identity import RUN_FINGERPRINT_KEY, for_task, run_fingerprint
 from .plan import MODEL_ARG_KEYS, Variant, build_plan, fingerprint
 from .profiles import Profile, get_profile
 from .interrupts import StopRequests
-from .store import SweepStore, model_label_from_args
+from .lock import RunLock
+from .store import SweepStore, check_folder_name, check_output, model_label_from_args
+from .validate import check_backend, check_batch_size, check_max_batch_size, parse_model_args, resolve_names
+
+__all__ = ["SweepReport", "parse_model_args", "resolve_names", "run_sweep"]
 
 log = logging.getLogger(__name__)
 
@@ -47,28 +55,6 @@ class SweepReport:
     evaluated: int = 0
     result_files: list[Path] = field(default_factory=list)
     seconds: float = 0.0
-
-
-def parse_model_args(model_args: str | dict | None) -> dict[str, Any]:
-    if isinstance(model_args, dict):
-        return dict(model_args)
-    from lm_eval.utils import simple_parse_args_string
-
-    return simple_parse_args_string(model_args or "")
-
-
-def resolve_names(values: list[str] | str, known: list[str], what: str) -> list[str]:
-    """Split comma lists, expand ``all``, and reject unknown names with the list of known ones."""
-    if isinstance(values, str):
-        values = [values]
-    names = [v.strip() for item in values for v in item.split(",") if v.strip()]
-    if any(n in ("all", "instructeval") for n in names):
-        return list(known)
-    names = [n.removeprefix("instructeval_") for n in names] if what == "task" else names
-    unknown = [n for n in names if n not in known]
-    if unknown:
-        raise ValueError(f"unknown {what}(s) {unknown}; known: {', '.join(known)}")
-    return names
 
 
 def base_task_config(task: str) -> dict[str, Any]:
@@ -120,6 +106,28 @@ def load_model(model: str, model_args: str | dict | None, *, batch_size: int | s
     return cls.create_from_arg_string(model_args or "", extra)
 
 
+# Keys of a harness results dict that map task names to values: a chunk's are the union of its variants'.
+_PER_TASK_KEYS = ("results", "group_subtasks", "configs", "versions", "n-shot", "higher_is_better", "n-samples",
+                  "task_hashes")
+
+
+def merge_results(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """One harness results dict for a chunk from its variants' (one ``simple_evaluate`` each).
+
+    Per-task maps are joined; run-level keys (config, versions of the tools, model info) are the
+    first part's, ``end_time`` the last part's and ``total_evaluation_time_seconds`` their sum.
+    """
+    merged = copy.copy(parts[0])
+    for key in _PER_TASK_KEYS:
+        if any(key in part for part in parts):
+            merged[key] = {k: v for part in parts for k, v in (part.get(key) or {}).items()}
+    if "end_time" in parts[-1]:
+        merged["end_time"] = parts[-1]["end_time"]
+    if all("total_evaluation_time_seconds" in part for part in parts):
+        merged["total_evaluation_time_seconds"] = str(sum(float(p["total_evaluation_time_seconds"]) for p in parts))
+    return merged
+
+
 def evaluate_chunk(
     lm: Any,
     variants: list[Variant],
@@ -128,21 +136,53 @@ def evaluate_chunk(
     bases: dict[str, dict[str, Any]],
     *,
     log_samples: bool,
+    on_variant: Callable[[Variant, dict[str, Any], float], None] | None = None,
 ) -> tuple[dict[str, Any], dict[str, list[dict]]]:
-    """Build the chunk's variants as tasks and evaluate them in one harness call: (results, samples)."""
+    """Evaluate the chunk's variants, one harness call each: (merged results, samples).
+
+    ``on_variant(variant, its results, seconds)`` runs after each variant; ``seconds`` is the wall
+    time of that variant's own ``simple_evaluate`` call (building its requests, the model's
+    forward passes, scoring), so per-variant times are measured, not a share of the chunk.
+    """
     import lm_eval
 
     from ..task import InstructEvalTask
 
-    tasks = []
+    parts: list[dict[str, Any]] = []
+    samples: dict[str, list[dict]] = {}
     for variant in variants:
+        started = time.monotonic()
         base = bases.setdefault(variant.task, base_task_config(variant.task))
-        tasks.append(InstructEvalTask(config=variant_config(base, variant, profile, metadata[variant.name])))
-    results = lm_eval.simple_evaluate(model=lm, tasks=tasks, log_samples=log_samples, verbosity="ERROR",
-                                      task_manager=object_task_manager())
-    samples = results.pop("samples", {}) if log_samples else {}
-    results.pop("samples", None)
-    return results, samples
+        task = InstructEvalTask(config=variant_config(base, variant, profile, metadata[variant.name]))
+        results = lm_eval.simple_evaluate(model=lm, tasks=[task], log_samples=log_samples, verbosity="ERROR",
+                                          task_manager=object_task_manager())
+        variant_samples = results.pop("samples", None) or {}
+        if log_samples:
+            samples.update(variant_samples)
+        parts.append(results)
+        if on_variant is not None:
+            on_variant(variant, results, time.monotonic() - started)
+    return merge_results(parts), samples
+
+
+def preflight(plan: list[Variant], profile: Profile, metadata: dict[str, dict[str, Any]]) -> None:
+    """Build the first variant of every (task, setting) as a task before the model loads.
+
+    Building a task reads its metadata options, its data and its instruction, and draws its test
+    sample and demos: a bad value there (a test sample larger than the eval split, an option out
+    of range, a malformed data file) stops the sweep now instead of after the model load, and
+    ``--dry-run`` reports it too.
+    """
+    from ..task import InstructEvalTask
+
+    bases: dict[str, dict[str, Any]] = {}
+    seen: set[tuple[str, str]] = set()
+    for variant in plan:
+        if (variant.task, variant.setting) in seen:
+            continue
+        seen.add((variant.task, variant.setting))
+        base = bases.setdefault(variant.task, base_task_config(variant.task))
+        InstructEvalTask(config=variant_config(base, variant, profile, metadata[variant.name]))
 
 
 def _primary(result: dict[str, Any]) -> tuple[str, float | None]:
@@ -172,71 +212,125 @@ def run_sweep(
     dry_run: bool = False,
     progress: bool = True,
     echo: Callable[[str], None] | None = None,
+    lock_wait: float | None = None,
 ) -> SweepReport:
     """Run (or resume) a sweep; see the module docstring. Returns a ``SweepReport``."""
     import datasets
-    from tqdm.auto import tqdm
 
     start = time.monotonic()
     echo = echo or (lambda line: print(line, file=sys.stderr))
+    # Every check that can fail on the user's input runs here, before the lock and the model load.
     prof = profile if isinstance(profile, Profile) else get_profile(profile)
     prof = prof.override(**(overrides or {}))
     bank = load_layered_bank(bank_dir)  # the shipped banks with bank_dir's directories on top
     task_names = resolve_names(tasks, list(TASK_SPECS), "task")
     method_names = resolve_names(methods, bank.methods(), "method")
     args_dict = parse_model_args(model_args)
-    label = model_label or model_label_from_args(model, args_dict)
+    if lm is None:
+        check_backend(model)
+    batch_size = check_batch_size(batch_size)
+    check_max_batch_size(max_batch_size)
+    label = check_folder_name(model_label, "--model-label") if model_label is not None else model_label_from_args(model, args_dict)
+    check_output(output, label)
+    data_dir = data_dir or os.environ.get(DATA_DIR_ENV) or None  # as the tasks would read it
     data_dir = str(Path(data_dir).expanduser().resolve()) if data_dir else None
     bank_dir = join_bank_dirs(bank_dir)  # resolved; several directories joined by os.pathsep
 
     plan = build_plan(task_names, method_names, prof, bank, model_label=label)
     model_meta = {k: args_dict[k] for k in MODEL_ARG_KEYS if k in args_dict}
+    run_fp = run_fingerprint(model, args_dict, task_names, data_dir)  # also: every data file exists
     metadata = {}
     for variant in plan:
         meta = variant.protocol_metadata(prof, bank_dir=bank_dir, data_dir=data_dir)
-        metadata[variant.name] = {**meta, **model_meta, "model_label": label}
+        metadata[variant.name] = {**meta, **model_meta, "model_label": label,
+                                  RUN_FINGERPRINT_KEY: for_task(run_fp, variant.task)}
+    datasets.disable_progress_bars()  # one sweep bar, not one "Map" bar per variant
+    preflight(plan, prof, metadata)
 
     store = SweepStore(output, label)
-    done = store.finished()
     planned = {name: meta["variant_fingerprint"] for name, meta in metadata.items()}
-    store.check_conflicts(planned, done)
-    pending = [v for v in plan if v.name not in done]
-    report = SweepReport(store.root, planned=len(plan), skipped=len(plan) - len(pending))
-    store.write_plan(
-        {
-            "plugin_version": __version__,
-            "model": model,
-            "model_args": args_dict,
-            "model_label": label,
-            "profile": prof.as_dict(),
-            "tasks": task_names,
-            "methods": method_names,
-            "data_dir": data_dir,
-            "bank_dir": bank_dir,
-            "instructions": sorted(
-                {(v.task, v.entry.method, v.entry.id, v.entry.sha, v.entry.text) for v in plan}
-            ),
-            "variants": [v.name for v in plan],
-        }
-    )
-    echo(f"sweep: {len(plan)} variants planned, {report.skipped} already done, {len(pending)} to run -> {store.root}")
-    if dry_run or not pending:
+
+    def resume_state() -> list[Variant]:
+        """The variants still to run; refuses results of another model, data or protocol."""
+        store.check_run(run_fp)
+        done = store.finished()
+        store.check_conflicts(planned, done)
+        return [v for v in plan if v.name not in done]
+
+    if dry_run:  # reads the folder, writes nothing (no folder, no sweep.json, no lock file)
+        pending = resume_state()
+        report = SweepReport(store.root, planned=len(plan), skipped=len(plan) - len(pending))
+        echo(f"sweep (dry run): {len(plan)} variants planned, {report.skipped} already done, "
+             f"{len(pending)} to run -> {store.root}")
         report.seconds = time.monotonic() - start
         return report
 
-    datasets.disable_progress_bars()  # one sweep bar, not one "Map" bar per variant
-    if lm is None:
-        device = device or default_device(model)  # recorded in every results file's config
-        lm = load_model(model, model_args, batch_size=batch_size, max_batch_size=max_batch_size, device=device)
+    store.create()
+    with RunLock(store.root, wait=lock_wait, echo=echo):
+        with store.updating():
+            removed = store.clean_temp_files()
+            if removed:
+                echo(f"removed {len(removed)} temporary file(s) left by an interrupted write in {store.root}")
+            pending = resume_state()
+            store.write_plan(
+                {
+                    "plugin_version": __version__,
+                    "model": model,
+                    "model_args": args_dict,
+                    "model_label": label,
+                    RUN_FINGERPRINT_KEY: run_fp,
+                    "profile": prof.as_dict(),
+                    "tasks": task_names,
+                    "methods": method_names,
+                    "data_dir": data_dir,
+                    "bank_dir": bank_dir,
+                    "instructions": sorted(
+                        {(v.task, v.entry.method, v.entry.id, v.entry.sha, v.entry.text) for v in plan}
+                    ),
+                    "variants": [v.name for v in plan],
+                }
+            )
+        report = SweepReport(store.root, planned=len(plan), skipped=len(plan) - len(pending))
+        echo(f"sweep: {len(plan)} variants planned, {report.skipped} already done, {len(pending)} to run -> {store.root}")
+        if not pending:
+            report.seconds = time.monotonic() - start
+            return report
+
+        if lm is None:
+            device = device or default_device(model)  # recorded in every results file's config
+            lm = load_model(model, model_args, batch_size=batch_size, max_batch_size=max_batch_size, device=device)
+        _evaluate_pending(lm, pending, prof, metadata, store, report, model=model, args_dict=args_dict, label=label,
+                          batch_size=batch_size, device=device, log_samples=log_samples, progress=progress, echo=echo)
+    report.seconds = time.monotonic() - start
+    echo(f"sweep finished: {report.evaluated} variants evaluated in {report.seconds:.0f} s -> {store.root}")
+    return report
+
+
+def _evaluate_pending(lm: Any, pending: list[Variant], prof: Profile, metadata: dict[str, dict[str, Any]],
+                      store: SweepStore, report: SweepReport, *, model: str, args_dict: dict[str, Any], label: str,
+                      batch_size: int | str, device: str | None, log_samples: bool, progress: bool,
+                      echo: Callable[[str], None]) -> None:
+    """Evaluate and save the pending variants chunk by chunk, with the progress bar and Ctrl-C handling."""
+    from tqdm.auto import tqdm
+
     bases: dict[str, dict[str, Any]] = {}
-    bar = tqdm(total=len(pending), unit="variant", desc="sweep", disable=not progress, file=sys.stderr)
+    # Redrawn on every variant (a variant takes seconds), not at tqdm's default 0.1 s rate limit.
+    bar = tqdm(total=len(pending), unit="variant", desc="sweep", disable=not progress, file=sys.stderr,
+               mininterval=0, miniters=1)
     stop = StopRequests(lambda line: bar.write(line, file=sys.stderr))
+
+    def variant_done(variant: Variant, results: dict[str, Any], seconds: float) -> None:
+        metric, value = _primary(results["results"].get(variant.name, {}))
+        shown = "n/a" if value is None else f"{value:.3f}"
+        bar.write(f"done {variant.name}: {metric}={shown} ({seconds:.1f} s)", file=sys.stderr)
+        bar.update(1)
+
     try:
         with stop:
             for chunk, group in groupby(pending, key=lambda v: v.chunk):
                 variants = list(group)
-                chunk_start = time.monotonic()
-                results, samples = evaluate_chunk(lm, variants, prof, metadata, bases, log_samples=log_samples)
+                results, samples = evaluate_chunk(lm, variants, prof, metadata, bases, log_samples=log_samples,
+                                                  on_variant=variant_done)
                 results["config"].update(model=model, model_args=args_dict, batch_size=batch_size, device=device)
                 results["model_name"] = label
                 stamp = _dt.datetime.now().strftime("%Y-%m-%dT%H-%M-%S.%f")
@@ -245,12 +339,6 @@ def run_sweep(
                 path = store.write_chunk(chunk_key, results, samples, stamp)
                 report.result_files.append(path)
                 report.evaluated += len(variants)
-                seconds = time.monotonic() - chunk_start
-                for variant in variants:
-                    metric, value = _primary(results["results"].get(variant.name, {}))
-                    shown = "n/a" if value is None else f"{value:.3f}"
-                    bar.write(f"done {variant.name}: {metric}={shown} ({seconds / len(variants):.1f} s)", file=sys.stderr)
-                bar.update(len(variants))
                 if stop.requested:
                     raise KeyboardInterrupt
     except KeyboardInterrupt:
@@ -259,7 +347,4 @@ def run_sweep(
              f"Run the same command again to resume.")
         raise
     bar.close()
-    report.seconds = time.monotonic() - start
-    echo(f"sweep finished: {report.evaluated} variants evaluated in {report.seconds:.0f} s -> {store.root}")
-    return report
 
