@@ -97,7 +97,8 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory(prefix="rlprompt-bench-") as tmp:
         view = make_task(spec, data_dir=write_rows_dir(Path(tmp), spec, [rows[i] for i in held_ids]),
-                         name=f"{spec.task_name}__rlprompt_bench", truncate_words=100,
+                         name=f"{spec.task_name}__rlprompt_bench",
+                         truncate_words=bank["provenance"]["settings"]["truncate_words"],
                          model_meta=model_meta({"pretrained": args.model_dir}))
         scorer = ChoiceScorer(lm, view, tok)
     start = time.monotonic()

@@ -187,3 +187,19 @@ def test_sweep_with_bank_dir_uses_the_rlprompt_bank(trained, tmp_path, tiny_mode
     bank = yaml.safe_load(trained.report.written[0].read_text())
     assert [(m, eid, text) for _t, m, eid, _sha, text in plan["instructions"]] == [
         ("rlprompt", e["id"], e["text"]) for e in bank["entries"]]
+
+
+def test_reward_contexts_are_the_tasks_own_zero_shot_prompts(tiny_data_dir, tiny_rows):
+    """ChoiceScorer builds what fewshot_context builds for a task with the prompt as its instruction."""
+    from instructeval_tasks.induce.common import make_task
+    from instructeval_tasks.induce.rlprompt_reward import ChoiceScorer
+    from instructeval_tasks.specs import get_spec
+
+    for task in ("agnews", "boolq", "hellaswag"):
+        spec = get_spec(task)
+        view = make_task(spec, data_dir=tiny_data_dir, name=f"{spec.task_name}__ctx_view", truncate_words=100)
+        doc = view.eval_docs[0]
+        for text in (" ever los [cause ,", "Classify:\n", ""):
+            task_obj = make_task(spec, data_dir=tiny_data_dir, name=f"{spec.task_name}__ctx_task", instruction=text,
+                                 truncate_words=100)
+            assert ChoiceScorer.context(text, view.doc_to_text(doc)) == task_obj.fewshot_context(doc, 0)
