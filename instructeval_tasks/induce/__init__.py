@@ -4,6 +4,9 @@
 - :mod:`.perplexity`: Low Perplexity (SPELL), the pool entries with the lowest perplexity;
 - :mod:`.ape`: APE with Honovich et al.'s instruction-induction prompt, cleanup and selection;
 - :mod:`.execution`: execution accuracy of any instruction on a train slice (APE's ranking measure);
+- :mod:`.rlprompt_policy`, :mod:`.rlprompt_reward`, :mod:`.rlprompt_sql`, :mod:`.rlprompt_train`,
+  :mod:`.rlprompt_bank`: RLPrompt -- the policy (frozen LM + MLP adaptor), the gap reward with its
+  z-score, the soft Q-learning loss, the resumable training loop, and the bank file;
 - :mod:`.run`: ``instructeval induce``, resumable, one bank file per (method, model, task).
 
 The modules ``instructeval_tasks.induce_common``, ``induce_ape``, ``induce_exec``,

@@ -7,7 +7,10 @@ Methods (see each module for the definition):
 - ``ape`` (``induce.ape``, APE with the Instruction Induction prompt): generated candidates, the
   ``k`` best by execution accuracy on a held-out train slice -> ``<output>/ape/<model_label>/<task>.yaml``;
 - ``execution_accuracy`` (``induce.execution``): the execution accuracy of every entry of a candidate
-  pool (any bank method) -> ``<output>/execution_accuracy/<model_label>/<task>.json``.
+  pool (any bank method) -> ``<output>/execution_accuracy/<model_label>/<task>.json``;
+- ``rlprompt`` (``induce.rlprompt_train``, RLPrompt): a policy trained on this model's gap reward over
+  train rows, the ``k`` best prompts on a held-out train slice -> ``<output>/rlprompt/<model_label>/<task>.yaml``
+  (classification and multiple choice only; resumable from ``<task>.checkpoint.pt``).
 
 Resuming: each task's file is written atomically (``sweep.store.atomic_write_text``) once the task
 is finished; a rerun skips tasks whose file is valid and was computed with the same settings
@@ -60,7 +63,7 @@ from .common import (
 from ..options import DATA_DIR_ENV
 from ..specs import TASK_SPECS, TaskSpec, get_spec
 
-METHODS = ("low_perplexity", "ape", "execution_accuracy")
+METHODS = ("low_perplexity", "ape", "execution_accuracy", "rlprompt")
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,16 @@ class InduceSettings:
     max_chars: int = 300             # ape: longer cleaned candidates are dropped
     n_exec: int = 32                 # ape / execution_accuracy: held-out train rows
     exec_seed: int = 0
+    steps: int = 50                  # rlprompt: training steps (RLPrompt: 12000; CPU scale here)
+    prompt_batch: int = 4            # rlprompt: prompts sampled per step (--batch-size)
+    inputs_per_step: int = 4         # rlprompt: train rows every prompt of a step is scored on
+    prompt_tokens: int = 5           # rlprompt: tokens per prompt
+    seed: int = 0                    # rlprompt: MLP init, sampling and input draws
+    learning_rate: float = 5e-5      # rlprompt: Adam (RLPrompt's few-shot classification config)
+    top_k: int = 256                 # rlprompt: top-k sampling of prompt tokens
+    finalists: int = 8               # rlprompt: best sampled prompts re-scored on the held-out slice
+    policy_model: str | None = None  # rlprompt: policy LM (default: the evaluated model)
+    checkpoint_every: int = 10       # rlprompt: steps between checkpoints (not a result setting)
 
     def override(self, **changes: Any) -> "InduceSettings":
         known = {f.name for f in fields(self)}
@@ -95,7 +108,8 @@ class InduceSettings:
         elif "candidates" in changes:
             changes["candidates"] = tuple(changes["candidates"])
         out = replace(self, **changes)
-        for name in ("k", "n_inputs", "n_demo_sets", "n_demos", "max_gen_toks", "n_exec", "max_chars"):
+        for name in ("k", "n_inputs", "n_demo_sets", "n_demos", "max_gen_toks", "n_exec", "max_chars", "steps",
+                     "prompt_batch", "inputs_per_step", "prompt_tokens", "top_k", "finalists", "checkpoint_every"):
             if getattr(out, name) < 1:
                 raise ValueError(f"induce setting {name} must be >= 1, got {getattr(out, name)}")
         if out.n_samples < 0 or (out.n_samples == 0 and not out.greedy):
@@ -111,6 +125,8 @@ class InduceSettings:
             "ape": ("k", "truncate_words", "n_demo_sets", "n_demos", "demo_seed", "greedy", "n_samples",
                     "temperature", "max_gen_toks", "sample_seed", "max_chars", "n_exec", "exec_seed"),
             "execution_accuracy": ("candidates", "truncate_words", "n_exec", "exec_seed"),
+            "rlprompt": ("k", "truncate_words", "n_exec", "exec_seed", "steps", "prompt_batch", "inputs_per_step",
+                         "prompt_tokens", "seed", "learning_rate", "top_k", "finalists", "policy_model"),
         }[method]
         values = asdict(self)
         return {name: list(values[name]) if isinstance(values[name], tuple) else values[name] for name in names}
@@ -175,6 +191,14 @@ def run_induce(
     echo = echo or (lambda line: print(line, file=sys.stderr))
     settings = (settings or InduceSettings()).override(**knobs)
     task_names = resolve_names(tasks, list(TASK_SPECS), "task")
+    if method == "rlprompt":
+        generative = [t for t in task_names if get_spec(t).kind == "gqa"]
+        if generative:
+            raise InduceError(
+                f"--method rlprompt needs a classification or multiple-choice task; {', '.join(generative)} "
+                f"{'is' if len(generative) == 1 else 'are'} generative (the RLPrompt reward scores fixed choices, and the "
+                f"paper has no RLPrompt instructions for NQ-Open/TriviaQA): drop {'it' if len(generative) == 1 else 'them'} from --tasks"
+            )
     args_dict = parse_model_args(model_args)
     label = model_label or model_label_from_args(model, args_dict)
     data_dir = data_dir or os.environ.get(DATA_DIR_ENV) or None
@@ -230,6 +254,11 @@ def run_induce(
                 text, summary = _low_perplexity(get_lm(), **ctx)
             elif method == "ape":
                 text, summary = _ape(get_lm(), **ctx)
+            elif method == "rlprompt":
+                from .rlprompt_bank import induce_rlprompt
+
+                text, summary = induce_rlprompt(get_lm(), **ctx, path=path, overwrite=overwrite, progress=progress,
+                                                echo=lambda line: bar.write(line, file=sys.stderr))
             else:
                 text, summary = _exec_accuracy(get_lm(), **ctx)
             if suffix == ".yaml":
@@ -238,6 +267,10 @@ def run_induce(
                     raise InduceError("the induced bank does not validate:\n" + "\n".join(problems))
             atomic_write_text(path, text)
             _readable(path)
+            if method == "rlprompt":
+                from .rlprompt_bank import discard_checkpoint
+
+                discard_checkpoint(path)
             report.written.append(path)
             bar.write(f"done {spec.name}: {summary} ({time.monotonic() - task_start:.0f} s) -> {path}", file=sys.stderr)
             bar.update(1)
