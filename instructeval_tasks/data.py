@@ -103,7 +103,35 @@ def _load_jsonl_dataset(path: str, mtime_ns: int, size: int, task: str) -> datas
     # Checked before pyarrow sees the rows: a "2" among integer labels would otherwise fail as
     # an arrow type error without a line number, or load as a column of strings.
     check_rows(task, rows, lambda i: f"{path}:{numbered[i][0]}")
-    return datasets.Dataset.from_list(rows)
+    try:
+        return datasets.Dataset.from_list(rows)
+    except Exception as err:  # pyarrow: a field the task does not read changes type between rows
+        raise _mixed_type_error(path, numbered, err) from None
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return {str: "a string", list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
+
+
+def _mixed_type_error(path: str, numbered: list[tuple[int, dict[str, Any]]], err: Exception) -> DataFileError:
+    """The first row whose field has another JSON type than in the rows before it."""
+    first: dict[str, tuple[str, int]] = {}
+    for number, row in numbered:
+        for field, value in row.items():
+            if value is None:
+                continue
+            kind = _kind(value)
+            seen = first.setdefault(field, (kind, number))
+            if seen[0] != kind:
+                return DataFileError(
+                    f"{path}:{number}: field {field!r} is {kind} but {seen[0]} on line {seen[1]}; "
+                    f"a field must have one type in every row"
+                )
+    return DataFileError(f"{path}: the rows cannot form one table ({type(err).__name__}: {err})")
 
 
 def load_hf_split(path: str, name: str | None, split: str, spec: TaskSpec, **kwargs: Any) -> datasets.Dataset:

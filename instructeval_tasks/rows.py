@@ -97,7 +97,11 @@ def one_of(values: Sequence[Any]) -> Field:
 
     python_type = type(values[0])
     kind = {int: "an integer", bool: "true or false", str: "a string"}[python_type]
-    arrow_type = {int: pa.types.is_integer, bool: pa.types.is_boolean, str: pa.types.is_string}[python_type]
+    arrow_type = {
+        int: pa.types.is_integer,
+        bool: pa.types.is_boolean,
+        str: lambda t: pa.types.is_string(t) or pa.types.is_large_string(t),
+    }[python_type]
     shown = ", ".join(repr(v) if isinstance(v, str) else str(v).lower() if isinstance(v, bool) else str(v) for v in values)
     allowed = {(type(v), v) for v in values}
 

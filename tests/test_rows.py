@@ -257,3 +257,17 @@ def test_instructeval_prints_one_line_for_a_bad_row(tmp_path, tiny_rows):
         f"instructeval: error: {root / 'ag_news' / 'eval.jsonl'}:1: field 'label' is '2' (str); "
         f"expected one of 0, 1, 2, 3 (an integer) for instructeval_agnews. Fix or remove the row."
     )
+
+
+def test_an_extra_field_that_changes_type_names_both_lines(tmp_path, tiny_rows):
+    # Fields the task does not read are kept; pyarrow needs one type per field across rows.
+    rows = {s: [dict(r) for r in rs] for s, rs in tiny_rows["ag_news"].items()}
+    rows["train"][0]["uid"] = 17
+    rows["train"][6]["uid"] = "u-6"
+    root = _write(tmp_path, "agnews", rows)
+    with pytest.raises(DataFileError) as info:
+        build_task("agnews", {"data_dir": str(root)}, 0)
+    assert str(info.value) == (
+        f"{root / 'ag_news' / 'train.jsonl'}:7: field 'uid' is a string but a number on line 1; "
+        f"a field must have one type in every row"
+    )
