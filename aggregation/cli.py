@@ -61,7 +61,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    from instructeval_tasks.cli import OneLineErrorParser  # usage errors on one line, exit 2
+
+    parser = OneLineErrorParser(
         prog="instructeval aggregate",
         description="Aggregate InstructEval results into the paper's tables, plots and an HTML report.",
         epilog=EPILOG,

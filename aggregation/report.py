@@ -23,6 +23,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from .catalog import METRIC_TITLES
@@ -117,7 +118,7 @@ CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em auto;max-width:1200px;color:#222;padding:0 1em}
 h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}h3{font-size:1.05em}
 table{border-collapse:collapse;margin:.6em 0 .2em;font-size:.85em}
-caption{text-align:left;font-weight:600;padding:.3em 0}
+caption{text-align:left;font-weight:600;padding:.3em 0;white-space:nowrap}
 th,td{border:1px solid #ddd;padding:.25em .5em}td{text-align:right;font-variant-numeric:tabular-nums}
 th.r,td.l{text-align:left}thead th{background:#f4f4f4}
 p.note{font-size:.8em;color:#555;margin:.2em 0 1em}
@@ -142,9 +143,13 @@ def _frame_html(frame: pd.DataFrame, caption: str = "", decimals: int = 3) -> st
     for row in frame.itertuples(index=False):
         cells = []
         for value in row:
-            if isinstance(value, float):
+            if value is None:  # no data: an empty cell, not the word "None"
+                cells.append("<td></td>")
+            elif isinstance(value, (float, np.floating)):
                 text = "" if math.isnan(value) else f"{value:.{decimals}f}"
                 cells.append(f"<td>{text}</td>")
+            elif isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+                cells.append(f"<td>{value}</td>")  # counts are numbers: right-aligned like the rest
             else:
                 cells.append(f'<td class="l">{html.escape(str(value))}</td>')
         out.append("<tr>" + "".join(cells) + "</tr>")

@@ -166,3 +166,16 @@ def test_significant_pairs_sit_under_significance(tmp_path):
     section = html[html.index("<h2>Significance</h2>") : html.index("<h2>AvgP and MaxP</h2>")]
     assert "<caption>" in section.split("Significant pairs")[0]
     assert "Significant pairs" in section
+
+
+def test_html_frames_align_counts_as_numbers_and_leave_missing_cells_empty():
+    """Seen in a browser: counts sat left like text and a missing --limit printed 'None'."""
+    import numpy as np
+    import pandas as pd
+
+    from instructeval_aggregation.report import CSS, _frame_html
+
+    frame = pd.DataFrame({"file": ["a.json"], "variants": [np.int64(150)], "limit": [None], "acc": [0.5]})
+    html = _frame_html(frame)
+    assert '<td class="l">a.json</td><td>150</td><td></td><td>0.500</td>' in html and "None" not in html
+    assert "white-space:nowrap" in CSS.split("caption{", 1)[1].split("}", 1)[0]  # captions on one line

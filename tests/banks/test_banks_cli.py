@@ -54,8 +54,8 @@ def test_show_original_layout(capsys, upstream_dir):
 
 
 def test_show_unknown_method(capsys):
-    code, _, err = run(capsys, "show", "ape", "agnews")
-    assert code == 1 and "no method 'ape'" in err
+    code, _, err = run(capsys, "show", "ape", "agnews")  # a user error: one line, exit 2
+    assert code == 2 and "no method 'ape'" in err and err.startswith("instructeval: error: ")
 
 
 def test_validate_shipped_and_upstream(capsys, upstream_dir):
@@ -104,8 +104,8 @@ def test_validate_lists_every_error(capsys, tmp_path):
 
 
 def test_validate_missing_directory(capsys, tmp_path):
-    code, out, _ = run(capsys, "validate", str(tmp_path / "nope"))
-    assert code == 1 and "does not exist" in out
+    code, _, err = run(capsys, "validate", str(tmp_path / "nope"))  # a typo'd path: a user error, exit 2
+    assert code == 2 and "does not exist" in err and err.startswith("instructeval: error: ")
 
 
 def test_banks_without_action_prints_help(capsys):

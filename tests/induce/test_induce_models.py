@@ -195,8 +195,9 @@ def test_cli_resume_needs_no_model(induced, capsys):
             "--demo-sets", "2", "--demos", "3", "--samples", "1", "--max-gen-toks", "6", "--exec-items", "4", "--k", "2"]
     assert main(argv) == 0
     assert f"done  {induced.ape.written[0]}" in capsys.readouterr().out
-    assert main(argv[:-2] + ["--k", "3"]) == 1  # other settings: refused
-    assert "other settings" in capsys.readouterr().err
+    assert main(argv[:-2] + ["--k", "3"]) == 2  # other settings: refused, a user error
+    err = capsys.readouterr().err
+    assert "other settings" in err and err.startswith("instructeval: error: ") and len(err.strip().splitlines()) == 1
 
 
 def test_sweep_with_bank_dir_uses_the_induced_per_model_banks(induced, tmp_path, tiny_model_args):
