@@ -93,7 +93,8 @@ class Variant:
             "perturbation": "mild_mix" if self.setting == "perturbed" else None,
             "perturbation_seed": profile.perturbation_seed,
             "perturbation_mode": profile.perturbation_mode,
-            "test_sample": profile.test_sample,
+            # Instruction Induction tasks: the whole raw/execute set, as the original protocol.
+            "test_sample": None if get_spec(self.task).kind == "ii" else profile.test_sample,
             "test_seed": profile.test_seed,
             # Instruction Induction tasks read raw inputs: never truncated (their tasks refuse it).
             "truncate_words": None if get_spec(self.task).kind == "ii" else profile.truncate_words,
@@ -118,8 +119,9 @@ def fingerprint(payload: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
 
 
-# Instruction Induction tasks measure zero-shot execution accuracy: the demo settings (few_shot,
-# perturbed, ordering) are not planned for them.
+# Instruction Induction tasks measure zero-shot execution accuracy on the whole raw/execute set:
+# the demo settings (few_shot, perturbed, ordering) are not planned for them, and the profile's
+# test_sample and truncate_words do not apply (see protocol_metadata).
 II_SETTINGS = ("zero_shot",)
 
 
