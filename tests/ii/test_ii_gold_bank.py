@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from instructeval_banks import BANKS_DIR, load_bank
 from instructeval_banks.gold_import import build
 from instructeval_tasks.ii.names import II_IDS, INDUCTION_TASKS, ii_id
@@ -37,3 +39,29 @@ def test_regenerates_byte_for_byte(shared_data_dir):
         kept = [e.text for e in bank.entries("gold", ii_id(task))]
         assert kept == [raw[e.extra["annotation_index"]] for e in bank.entries("gold", ii_id(task))]
         assert len(kept) == len(raw) - (task in ("first_word_letter", "rhymes"))
+
+
+def test_banks_list_shows_the_nine_by_default_and_ii_on_request(capsys):
+    from instructeval_tasks.cli import main
+
+    assert main(["banks", "list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].split()[1:] == ["agnews", "anli", "boolq", "imdb", "emotion", "cosmosqa", "hellaswag", "nq_open", "triviaqa"]
+    assert "gold" not in {line.split()[0] for line in lines[2:]} and "24 more tasks" in lines[-1]
+    assert main(["banks", "list", "--tasks", "ii_sum,ii_rhymes"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    rows = {line.split()[0]: line.split()[1:] for line in lines[2:] if not line.startswith("(")}
+    assert lines[1].split() == ["method", "ii_rhymes", "ii_sum"]
+    assert rows == {"null": ["1", "1"], "generic": ["5", "5"], "gold": ["7", "8"]}
+    assert main(["banks", "list", "--tasks", "ii_nope"]) == 2
+    assert "instructeval: error: unknown task(s) ['ii_nope']" in capsys.readouterr().err
+
+
+def test_task_groups_resolve_in_order():
+    from instructeval_tasks.specs import UnknownTask, resolve_task_names
+
+    assert resolve_task_names("all") == ["agnews", "anli", "boolq", "imdb", "emotion", "cosmosqa", "hellaswag", "nq_open", "triviaqa"]
+    assert resolve_task_names("instructeval_ii")[:2] == ["ii_active_to_passive", "ii_antonyms"]
+    assert resolve_task_names(["ii_sum,instructeval_ii_sum", "agnews"]) == ["ii_sum", "agnews"]
+    with pytest.raises(UnknownTask, match=r"unknown task\(s\) \['ii_summ'\]"):
+        resolve_task_names("ii_summ")
