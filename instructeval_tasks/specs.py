@@ -4,6 +4,10 @@ Where the data lives and how it is formatted is in each task's YAML (``dataset_p
 ``doc_to_text``); this table holds what the protocol needs beyond the harness: the task type,
 the label used for class balancing, the text fields that are truncated and perturbed (in the
 original's order), and the folder name of the local-file layout (``<data_dir>/<local_dir>/``).
+
+``TASK_SPECS`` holds the nine InstructEval tasks (what ``all`` means to the runner); the 24
+Instruction Induction tasks (kind ``ii``, ids ``ii_<task>``, ``instructeval_tasks/ii/``) are in
+``II_SPECS``; ``get_spec`` knows both (``ALL_SPECS``).
 """
 
 from __future__ import annotations
@@ -11,9 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from instructeval_tasks.errors import UserError, did_you_mean
+from .errors import UserError, did_you_mean
 
-TaskKind = Literal["cls", "mcq", "gqa"]
+TaskKind = Literal["cls", "mcq", "gqa", "ii"]
 
 
 @dataclass(frozen=True)
@@ -22,7 +26,8 @@ class TaskSpec:
 
     Attributes:
         name: short id used in task names (``instructeval_<name>``), bank files and templates.
-        kind: ``cls`` (fixed verbalizer), ``mcq`` (per-item choices) or ``gqa`` (generation).
+        kind: ``cls`` (fixed verbalizer), ``mcq`` (per-item choices), ``gqa`` (generation) or
+            ``ii`` (Instruction Induction: execution accuracy of generated outputs).
         title: display name.
         local_dir: folder under ``data_dir`` holding ``train.jsonl`` and ``eval.jsonl``.
         label_field: field balanced over when sampling (classification only).
@@ -32,6 +37,7 @@ class TaskSpec:
             the earliest of them, as the original's ``np.argmin`` does. ``None``: the choices are
             already in that order. Only BoolQ differs: choices False, True (HF label order), the
             original's ``{True: 'True', False: 'False'}``.
+        folder: the task's folder under ``instructeval_tasks/`` (default: ``name``).
     """
 
     name: str
@@ -41,6 +47,12 @@ class TaskSpec:
     label_field: str | None
     text_fields: tuple[str, ...]
     original_choice_order: tuple[int, ...] | None = None
+    folder: str | None = None
+
+    @property
+    def yaml_path(self) -> str:
+        """The task YAML relative to ``instructeval_tasks/``."""
+        return f"{self.folder or self.name}/{self.task_name}.yaml"
 
     @property
     def task_name(self) -> str:
@@ -79,16 +91,70 @@ class UnknownTaskError(UserError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+def _ii_specs() -> dict[str, TaskSpec]:
+    from .ii.names import II_IDS, source_name
+
+    return {
+        name: TaskSpec(name, "ii", f"Instruction Induction: {source_name(name)}", "instruction_induction", None,
+                       ("input",), folder="instruction_induction")
+        for name in II_IDS
+    }
+
+
+II_SPECS: dict[str, TaskSpec] = _ii_specs()
+ALL_SPECS: dict[str, TaskSpec] = {**TASK_SPECS, **II_SPECS}
+
+# Task groups a task list may name (``--tasks all``, ``--tasks instructeval_ii``, ...).
+TASK_GROUPS: dict[str, tuple[str, ...]] = {
+    "all": tuple(TASK_SPECS),
+    "instructeval": tuple(TASK_SPECS),
+    "instructeval_ii": tuple(II_SPECS),
+    "ii": tuple(II_SPECS),
+}
+
+
 def get_spec(name: str) -> TaskSpec:
-    """Look a task up by short id (``agnews``) or harness name (``instructeval_agnews``).
+    """Look a task up by short id (``agnews``, ``ii_sum``) or harness name (``instructeval_agnews``).
 
     Raises:
         UnknownTaskError: (a ``KeyError``) naming the closest task and listing the known ones.
     """
     key = str(name).removeprefix("instructeval_")
     try:
-        return TASK_SPECS[key]
+        return ALL_SPECS[key]
     except KeyError:
         raise UnknownTaskError(
-            f"unknown InstructEval task {name!r}{did_you_mean(key, TASK_SPECS)}; known tasks: {', '.join(TASK_SPECS)}"
+            f"unknown InstructEval task {name!r}{did_you_mean(key, ALL_SPECS)}; known tasks: {', '.join(ALL_SPECS)}"
         ) from None
+
+
+class UnknownTask(UserError, ValueError):
+    """A task list names a task or group that does not exist; the message lists the known ones."""
+
+
+def resolve_task_names(values: list[str] | str) -> list[str]:
+    """Task ids from comma lists of ids, harness names and groups (``TASK_GROUPS``), in order, once each.
+
+    Example:
+        >>> resolve_task_names("ii_sum,instructeval_agnews")
+        ['ii_sum', 'agnews']
+    """
+    if isinstance(values, str):
+        values = [values]
+    names = [v.strip() for item in values for v in item.split(",") if v.strip()]
+    out: list[str] = []
+    unknown = []
+    for name in names:
+        if name in TASK_GROUPS:
+            expanded = TASK_GROUPS[name]
+        else:
+            key = name.removeprefix("instructeval_")
+            expanded = (key,) if key in ALL_SPECS else ()
+            if not expanded:
+                unknown.append(name)
+        out.extend(t for t in expanded if t not in out)
+    if unknown:
+        raise UnknownTask(
+            f"unknown task(s) {unknown}; known: {', '.join(ALL_SPECS)} (groups: {', '.join(TASK_GROUPS)})"
+        )
+    return out

@@ -87,7 +87,8 @@ class InstructEvalTask(ConfigurableTask):
         self.spec = get_spec(metadata.get("instructeval_task") or config["task"])
         self.options = TaskOptions.from_metadata(metadata)
         self.instruction = resolve_instruction(self.options, self.spec)
-        config["description"] = self.instruction.description
+        self.prompt_description = self.describe(self.instruction)
+        config["description"] = self.prompt_description
         # A non-empty process_results tells the harness not to look metrics up by name:
         # this class computes them in process_results() below.
         config["process_results"] = "InstructEvalTask.process_results"
@@ -108,7 +109,7 @@ class InstructEvalTask(ConfigurableTask):
             config["doc_to_text"] = PerturbedText(clean)
         super().__init__(config=config)
         self.sampler = FixedDemoSampler(
-            self.dataset[self.config.fewshot_split or self.config.training_split],
+            self.demo_pool(),
             self.spec,
             demo_seed=self.options.demo_seed,
             order_seed=self.options.order_seed,
@@ -149,6 +150,10 @@ class InstructEvalTask(ConfigurableTask):
             evaluation = add_perturbed_fields(evaluation, self.spec.text_fields, self.options)
         self.dataset = datasets.DatasetDict({train_split: train, eval_split: evaluation})
 
+    def demo_pool(self):
+        """The rows the fixed demonstration sets are drawn from (the train split)."""
+        return self.dataset[self.config.fewshot_split or self.config.training_split]
+
     def fewshot_docs(self):
         # The fixed-demo sampler reads the train split itself; returning None stops the base
         # class from materialising the whole split into a list for its default sampler.
@@ -156,9 +161,13 @@ class InstructEvalTask(ConfigurableTask):
 
     # ------------------------------------------------------------------ prompt
 
+    def describe(self, instruction) -> str:
+        """The prompt's description for ``instruction`` (``Instruction.description``)."""
+        return instruction.description
+
     def resolve_field(self, doc: dict[str, Any], field: str | None = None):
         # The instruction is data: never look it up as a field nor render it as Jinja.
-        if field is not None and field == self.instruction.description:
+        if field is not None and field == self.prompt_description:
             return field
         return super().resolve_field(doc, field)
 
@@ -166,7 +175,7 @@ class InstructEvalTask(ConfigurableTask):
         # The harness joins --system_instruction to the description with a blank line but adds
         # nothing after it; with the null instruction there is no description, so the separator
         # before the first block has to come from here.
-        if system_instruction and not self.instruction.description and not apply_chat_template:
+        if system_instruction and not self.prompt_description and not apply_chat_template:
             system_instruction = system_instruction + self.config.fewshot_delimiter
         return super().fewshot_context(
             doc, num_fewshot, system_instruction=system_instruction, apply_chat_template=apply_chat_template, **kwargs

@@ -87,9 +87,10 @@ class BankEntry:
 
 
 def known_tasks() -> tuple[str, ...]:
-    from instructeval_tasks.specs import TASK_SPECS
+    """Every task a bank may name: the nine InstructEval tasks, then the Instruction Induction ``ii_*`` tasks."""
+    from instructeval_tasks.specs import ALL_SPECS
 
-    return tuple(TASK_SPECS)
+    return tuple(ALL_SPECS)
 
 
 def text_problems(method: str, text: Any) -> list[str]:

@@ -1,7 +1,8 @@
 """``instructeval banks``: list, show and validate instruction banks (native or original layout).
 
-* ``instructeval banks list [--bank-dir DIR]``: methods x tasks with entry counts (a per-model bank
-  shows ``5x13``: 5 entries for each of 13 models);
+* ``instructeval banks list [--bank-dir DIR] [--tasks GROUP]``: methods x tasks with entry counts (a
+  per-model bank shows ``5x13``: 5 entries for each of 13 models); the nine InstructEval tasks by
+  default, ``--tasks instructeval_ii`` for the Instruction Induction tasks;
 * ``instructeval banks show METHOD TASK [--model M] [--encoding E] [--bank-dir DIR]``: the entries
   with their ids, one per line (a text with unusual whitespace is shown JSON-quoted; a structured
   entry as a block, rendered with ``--encoding``, default ``full``); a per-model bank without
@@ -31,6 +32,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     p_list = sub.add_parser("list", help="methods x tasks with entry counts")
     p_list.add_argument("--bank-dir", default=None, help="bank directory (default: the shipped banks)")
+    p_list.add_argument("--tasks", default="instructeval",
+                        help="task ids or groups to show: instructeval (the nine, default), instructeval_ii "
+                             "(the 24 Instruction Induction tasks), or a comma list")
     p_list.set_defaults(func=run_list)
 
     p_show = sub.add_parser("show", help="the entries of one method for one task, with ids")
@@ -56,9 +60,17 @@ def _bank(bank_dir: str | None):
 
 
 def run_list(args: argparse.Namespace) -> int:
+    from instructeval_tasks.specs import resolve_task_names
+
     bank = _bank(args.bank_dir)
-    methods = bank.methods()
-    tasks = bank.tasks()
+    wanted = resolve_task_names(getattr(args, "tasks", None) or "instructeval")  # UnknownTask: exit 2
+    present = bank.tasks()
+    tasks = [t for t in present if t in wanted]
+    hidden = len(present) - len(tasks)
+    methods = [m for m in bank.methods() if any(bank.models(m, t) or (m, t, None) in bank.entries_by_key for t in tasks)]
+    if not tasks or not methods:
+        print(f"bank: {bank.root}\n(no banks for the tasks {', '.join(wanted)}; {len(present)} tasks in the bank)")
+        return 0
     cells: dict[tuple[str, str], str] = {}
     for method in methods:
         for task in tasks:
@@ -80,6 +92,8 @@ def run_list(args: argparse.Namespace) -> int:
         print("  ".join([method.ljust(width)] + [cells[(method, t)].rjust(w) for t, w in zip(tasks, widths)]))
     if any("x" in c for c in cells.values()):
         print("(NxM: N entries for each of M models)")
+    if hidden:
+        print(f"({hidden} more tasks in the bank: --tasks instructeval_ii or --tasks all,instructeval_ii)")
     return 0
 
 

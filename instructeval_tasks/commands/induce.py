@@ -34,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--method", required=True, choices=("low_perplexity", "ape", "execution_accuracy", "rlprompt"))
     parser.add_argument("--model", required=True, help="harness backend: hf, vllm, ...")
     parser.add_argument("--model_args", "--model-args", dest="model_args", default="", help="backend arguments, as for lm_eval")
-    parser.add_argument("--tasks", required=True, help="comma list of task ids (agnews,hellaswag,...) or 'all'")
+    parser.add_argument("--tasks", required=True, help="comma list of task ids (agnews,hellaswag,..., ii_antonyms,...), 'all' (the nine) or 'instructeval_ii' (the 24)")
     parser.add_argument("--output", "--output_path", dest="output", required=True, help="output folder (e.g. out/induced)")
     parser.add_argument("--data-dir", "--data_dir", dest="data_dir", default=None,
                         help="local data <dir>/<task>/train.jsonl (default: $INSTRUCTEVAL_DATA_DIR, else the HF hub)")

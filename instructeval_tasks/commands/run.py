@@ -25,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--model", required=True, help="harness backend: hf, vllm, local-completions, ...")
     parser.add_argument("--model_args", "--model-args", dest="model_args", default="", help="backend arguments, as for lm_eval")
-    parser.add_argument("--tasks", required=True, help="comma list of task ids (agnews,imdb,...) or 'all'")
+    parser.add_argument("--tasks", required=True, help="comma list of task ids (agnews,imdb,..., ii_sum,...), 'all' (the nine) or 'instructeval_ii' (zero-shot only)")
     parser.add_argument("--methods", default="null,generic", help="comma list of bank methods or 'all' (default null,generic)")
     parser.add_argument("--profile", default="quick", help="protocol profile: paper, original or quick (default quick)")
     parser.add_argument("--output", "--output_path", dest="output", required=True, help="output folder")

@@ -57,6 +57,11 @@ def load_train_rows(spec: TaskSpec, data_dir: str | Path | None) -> tuple[list[d
     """
     from ..data import load_hf_split, load_local_split
 
+    if spec.kind == "ii":  # Instruction Induction: raw/induce, never raw/execute
+        from ..ii.names import source_name
+        from ..ii.task import load_rows
+
+        return load_rows(source_name(spec.name), "induce", data_dir)
     if data_dir:
         root = Path(data_dir).expanduser().resolve()
         dataset = load_local_split(root, spec, "train")
@@ -116,6 +121,17 @@ def write_rows_dir(root: Path, spec: TaskSpec, rows: Sequence[Mapping[str, Any]]
     The zero-shot and perplexity prompts use no demonstrations, so the ``train`` file only has to
     exist; writing the same rows keeps the folder free of anything but the chosen train rows.
     """
+    if spec.kind == "ii":  # the raw-file layout, both splits holding the rows as pre-built examples
+        from ..ii.names import source_name
+        from ..ii.source import local_path
+
+        examples = {str(i + 1): {k: row[k] for k in ("input", "answers", "output") if k in row} for i, row in enumerate(rows)}
+        text = json.dumps({"metadata": {"num_examples": len(rows)}, "examples": examples}, ensure_ascii=False)
+        for split in ("execute", "induce"):
+            path = local_path(root, split, source_name(spec.name))
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        return root
     folder = root / spec.local_dir
     folder.mkdir(parents=True, exist_ok=True)
     text = "".join(json.dumps(dict(row), ensure_ascii=False, default=str) + "\n" for row in rows)
@@ -141,6 +157,7 @@ def make_task(
     from ..task import InstructEvalTask
 
     cfg = copy.copy(base_task_config(spec.name))
+    task_class = cfg.pop("class", None) or InstructEvalTask  # the YAML's class (Instruction Induction: its own)
     cfg.pop("tag", None)
     cfg["task"] = name
     cfg["num_fewshot"] = 0
@@ -155,7 +172,7 @@ def make_task(
     if method is not None and instruction.strip():
         meta["method"] = method
     cfg["metadata"] = meta
-    return InstructEvalTask(config=cfg)
+    return task_class(config=cfg)
 
 
 _FIELD_LABEL = re.compile(r"^[A-Z][A-Za-z/ ]*: ")

@@ -37,9 +37,10 @@ EXEC_DEFINITION = (
     "model answers correctly given the instruction alone, zero-shot, in the task's own prompt "
     "(instruction.lstrip() + '\\n\\n' + test block) and scored by the task's own rule "
     "(acc_per_token = lowest mean per-token NLL for classification and multiple choice, acc when no "
-    "tokenizer is reachable; quasi_exact_match for generative QA)"
+    "tokenizer is reachable; quasi_exact_match for generative QA; for the Instruction Induction tasks "
+    "execution_accuracy, the original's per-task metric over every correct answer, on raw/induce rows)"
 )
-METRIC_ORDER = ("acc_per_token", "acc", "quasi_exact_match")
+METRIC_ORDER = ("acc_per_token", "acc", "quasi_exact_match", "execution_accuracy")
 
 
 def execution_accuracy(

@@ -61,7 +61,7 @@ from .common import (
     write_rows_dir,
 )
 from ..options import DATA_DIR_ENV
-from ..specs import TASK_SPECS, TaskSpec, get_spec
+from ..specs import TaskSpec, get_spec, resolve_task_names
 
 METHODS = ("low_perplexity", "ape", "execution_accuracy", "rlprompt")
 
@@ -182,7 +182,7 @@ def run_induce(
     """Compute (or resume) ``method`` for every task; see the module docstring."""
     from tqdm.auto import tqdm
 
-    from ..sweep.runner import load_model, parse_model_args, resolve_names
+    from ..sweep.runner import load_model, parse_model_args
     from ..sweep.store import atomic_write_text, model_label_from_args
 
     start = time.monotonic()
@@ -190,9 +190,9 @@ def run_induce(
         raise ValueError(f"unknown induce method {method!r}; known: {', '.join(METHODS)}")
     echo = echo or (lambda line: print(line, file=sys.stderr))
     settings = (settings or InduceSettings()).override(**knobs)
-    task_names = resolve_names(tasks, list(TASK_SPECS), "task")
+    task_names = resolve_task_names(tasks)  # the nine, ii_<task> ids, or the groups all / instructeval_ii
     if method == "rlprompt":
-        generative = [t for t in task_names if get_spec(t).kind == "gqa"]
+        generative = [t for t in task_names if get_spec(t).kind in ("gqa", "ii")]
         if generative:
             raise InduceError(
                 f"--method rlprompt needs a classification or multiple-choice task; {', '.join(generative)} "
@@ -226,9 +226,12 @@ def run_induce(
     try:
         for task in task_names:
             spec = get_spec(task)
+            # Instruction Induction inputs are short and their tasks refuse truncate_words: never cut.
+            task_settings = replace(settings, truncate_words=None) if spec.kind == "ii" else settings
             rows, source = load_train_rows(spec, data_dir)
             pool = None
-            identity = {**common, "task": spec.name, "data_source": source, "train_rows": len(rows)}
+            identity = {**common, "settings": task_settings.for_method(method), "task": spec.name,
+                        "data_source": source, "train_rows": len(rows)}
             if method in ("low_perplexity", "execution_accuracy"):
                 pool = candidate_pool(spec.name, settings.candidates, bank_dir=bank_dir, model_label=label)
                 identity["candidate_pool"] = [(e.method, e.id, e.record()["sha"]) for e in pool]
@@ -247,7 +250,7 @@ def run_induce(
                 )
             task_start = time.monotonic()
             ctx = dict(
-                spec=spec, rows=rows, source=source, label=label, settings=settings, settings_fp=settings_fp,
+                spec=spec, rows=rows, source=source, label=label, settings=task_settings, settings_fp=settings_fp,
                 model=model, args_dict=args_dict, pool=pool,
             )
             if method == "low_perplexity":

@@ -98,9 +98,11 @@ class Variant:
             "perturbation": "mild_mix" if self.setting == "perturbed" else None,
             "perturbation_seed": profile.perturbation_seed,
             "perturbation_mode": profile.perturbation_mode,
-            "test_sample": profile.test_sample,
+            # Instruction Induction tasks: the whole raw/execute set, as the original protocol.
+            "test_sample": None if get_spec(self.task).kind == "ii" else profile.test_sample,
             "test_seed": profile.test_seed,
-            "truncate_words": profile.truncate_words,
+            # Instruction Induction tasks read raw inputs: never truncated (their tasks refuse it).
+            "truncate_words": None if get_spec(self.task).kind == "ii" else profile.truncate_words,
             "data_dir": data_dir,
             "sweep": {**profile.as_dict(), "instruction_text_sha": self.entry.sha},
         }
@@ -122,10 +124,18 @@ def fingerprint(payload: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
 
 
+# Instruction Induction tasks measure zero-shot execution accuracy on the whole raw/execute set:
+# the demo settings (few_shot, perturbed, ordering) are not planned for them, and the profile's
+# test_sample and truncate_words do not apply (see protocol_metadata).
+II_SETTINGS = ("zero_shot",)
+
+
 def settings_for(entry_task: str, entry: BankEntry, profile: Profile) -> Iterable[Variant]:
     """The variants of one instruction under ``profile``, in a fixed order."""
     if "zero_shot" in profile.settings:
         yield Variant(entry_task, entry, "zero_shot")
+    if get_spec(entry_task).kind == "ii":
+        return
     if "few_shot" in profile.settings:
         for seed in range(profile.n_selections):
             yield Variant(entry_task, entry, "few_shot", demo_seed=seed)

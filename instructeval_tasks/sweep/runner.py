@@ -29,7 +29,7 @@ from instructeval_banks import join_bank_dirs, load_layered_bank
 
 from .. import TASKS_DIR, __version__, object_task_manager
 from ..options import DATA_DIR_ENV
-from ..specs import TASK_SPECS, get_spec
+from ..specs import get_spec, resolve_task_names
 from .identity import RUN_FINGERPRINT_KEY, for_task, run_fingerprint
 from .plan import MODEL_ARG_KEYS, Variant, build_plan, fingerprint
 from .profiles import Profile, get_profile
@@ -42,7 +42,7 @@ __all__ = ["SweepReport", "parse_model_args", "resolve_names", "run_sweep"]
 
 log = logging.getLogger(__name__)
 
-PRIMARY_METRICS = ("acc_per_token,none", "acc,none", "quasi_exact_match,none")
+PRIMARY_METRICS = ("acc_per_token,none", "acc,none", "quasi_exact_match,none", "execution_accuracy,none")
 
 
 @dataclass
@@ -61,8 +61,7 @@ def base_task_config(task: str) -> dict[str, Any]:
     """The task's YAML with includes and ``!function`` resolved (the in-memory variant template)."""
     from lm_eval.tasks._yaml_loader import load_yaml
 
-    spec = get_spec(task)
-    return load_yaml(TASKS_DIR / spec.name / f"{spec.task_name}.yaml", resolve_func=True)
+    return load_yaml(TASKS_DIR / get_spec(task).yaml_path, resolve_func=True)
 
 
 def variant_config(base: dict[str, Any], variant: Variant, profile: Profile, metadata: dict[str, Any]) -> dict[str, Any]:
@@ -153,7 +152,8 @@ def evaluate_chunk(
     for variant in variants:
         started = time.monotonic()
         base = bases.setdefault(variant.task, base_task_config(variant.task))
-        task = InstructEvalTask(config=variant_config(base, variant, profile, metadata[variant.name]))
+        task_class = base.get("class") or InstructEvalTask  # the YAML's class (Instruction Induction: its own)
+        task = task_class(config=variant_config(base, variant, profile, metadata[variant.name]))
         results = lm_eval.simple_evaluate(model=lm, tasks=[task], log_samples=log_samples, verbosity="ERROR",
                                           task_manager=object_task_manager())
         variant_samples = results.pop("samples", None) or {}
@@ -182,7 +182,8 @@ def preflight(plan: list[Variant], profile: Profile, metadata: dict[str, dict[st
             continue
         seen.add((variant.task, variant.setting))
         base = bases.setdefault(variant.task, base_task_config(variant.task))
-        InstructEvalTask(config=variant_config(base, variant, profile, metadata[variant.name]))
+        task_class = base.get("class") or InstructEvalTask
+        task_class(config=variant_config(base, variant, profile, metadata[variant.name]))
 
 
 def _primary(result: dict[str, Any]) -> tuple[str, float | None]:
@@ -223,7 +224,7 @@ def run_sweep(
     prof = profile if isinstance(profile, Profile) else get_profile(profile)
     prof = prof.override(**(overrides or {}))
     bank = load_layered_bank(bank_dir)  # the shipped banks with bank_dir's directories on top
-    task_names = resolve_names(tasks, list(TASK_SPECS), "task")
+    task_names = resolve_task_names(tasks)  # the nine, ii_<task> ids, or the groups all / instructeval_ii
     method_names = resolve_names(methods, bank.methods(), "method")
     args_dict = parse_model_args(model_args)
     if lm is None:
@@ -237,6 +238,11 @@ def run_sweep(
     bank_dir = join_bank_dirs(bank_dir)  # resolved; several directories joined by os.pathsep
 
     plan = build_plan(task_names, method_names, prof, bank, model_label=label)
+    ii_tasks = [t for t in task_names if get_spec(t).kind == "ii"]
+    skipped_settings = [s for s in prof.settings if s != "zero_shot"]
+    if ii_tasks and skipped_settings:
+        echo(f"sweep: {len(ii_tasks)} Instruction Induction task(s) run zero-shot execution only; "
+             f"settings {', '.join(skipped_settings)} are not planned for them")
     model_meta = {k: args_dict[k] for k in MODEL_ARG_KEYS if k in args_dict}
     run_fp = run_fingerprint(model, args_dict, task_names, data_dir)  # also: every data file exists
     metadata = {}

@@ -157,9 +157,10 @@ def test_generative_tasks_are_a_clear_error(trained, capsys):
 
     argv = ["induce", "--method", "rlprompt", "--model", "hf", "--model-args", trained.common["model_args"],
             "--tasks", "triviaqa", "--data-dir", str(trained.data), "--output", str(trained.root / "gen"), "--no-progress"]
-    assert main(argv) == 1
+    assert main(argv) == 2
     err = capsys.readouterr().err
     assert "triviaqa is generative" in err and "Traceback" not in err
+    assert err.startswith("instructeval: error: ") and len(err.strip().splitlines()) == 1
 
 
 def test_cli_resume_needs_no_model_and_batch_size_is_the_prompt_batch(trained, capsys):
@@ -171,7 +172,7 @@ def test_cli_resume_needs_no_model_and_batch_size_is_the_prompt_batch(trained, c
             "--k", "2", "--checkpoint-every", "2"]
     assert main(argv) == 0
     assert f"done  {trained.report.written[0]}" in capsys.readouterr().out
-    assert main(argv[:-2] + ["--seed", "3"]) == 1  # other settings: refused
+    assert main(argv[:-2] + ["--seed", "3"]) == 2  # other settings: refused, a user error
     assert "other settings" in capsys.readouterr().err
 
 
