@@ -141,6 +141,8 @@ def model_identity(backend: str, model_args: dict[str, Any]) -> dict[str, Any]:
 def data_identity(task: str, data_dir: str | None) -> dict[str, Any]:
     """The data fields of one task: sha256 of its local files, or the HF dataset it names."""
     spec = get_spec(task)
+    if spec.kind == "ii":
+        return _ii_data_identity(task, data_dir)
     if data_dir:
         out: dict[str, Any] = {"source": "local"}
         for which, name in LOCAL_SPLIT_FILES.items():
@@ -162,6 +164,19 @@ def data_identity(task: str, data_dir: str | None) -> dict[str, Any]:
         "dataset_name": cfg.get("dataset_name"),
         "revision": kwargs.get("revision"),
     }
+
+
+def _ii_data_identity(task: str, data_dir: str | None) -> dict[str, Any]:
+    """An Instruction Induction task: sha256 of its local raw files, or the pinned commit it downloads."""
+    from ..ii.names import source_name
+    from ..ii.source import SOURCE_COMMIT, SPLITS, raw_path
+
+    if not data_dir:
+        return {"source": "download", "commit": SOURCE_COMMIT}
+    out: dict[str, Any] = {"source": "local"}
+    for split in SPLITS:  # raw_path raises IIDataNotFound naming the missing file
+        out[f"{split}_sha256"] = _sha256_file(raw_path(split, source_name(task), data_dir))
+    return out
 
 
 def run_fingerprint(backend: str, model_args: dict[str, Any], tasks: Iterable[str], data_dir: str | None) -> dict[str, Any]:
