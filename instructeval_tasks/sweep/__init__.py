@@ -6,8 +6,13 @@ Example:
     ['original', 'paper', 'quick']
 """
 
+from .identity import SCORING_VERSION, run_fingerprint
+from .lock import RUN_LOCK, STORE_LOCK, OutputLocked, RunLock, shard_lock_name
 from .plan import Variant, build_plan
 from .profiles import PROFILES, SETTINGS, Profile, get_profile
 from .runner import SweepReport, run_sweep
 
-__all__ = ["PROFILES", "SETTINGS", "Profile", "SweepReport", "Variant", "build_plan", "get_profile", "run_sweep"]
+__all__ = [
+    "PROFILES", "RUN_LOCK", "SCORING_VERSION", "SETTINGS", "STORE_LOCK", "OutputLocked", "Profile", "RunLock",
+    "SweepReport", "Variant", "build_plan", "get_profile", "run_fingerprint", "run_sweep", "shard_lock_name",
+]

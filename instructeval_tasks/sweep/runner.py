@@ -55,6 +55,7 @@ class SweepReport:
     evaluated: int = 0
     result_files: list[Path] = field(default_factory=list)
     seconds: float = 0.0
+    plan: dict[str, Any] = field(default_factory=dict)  # sweep.json's content (also for a dry run, which writes none)
 
 
 def base_task_config(task: str) -> dict[str, Any]:
@@ -263,9 +264,24 @@ def run_sweep(
         store.check_conflicts(planned, done)
         return [v for v in plan if v.name not in done]
 
+    plan_record = {
+        "plugin_version": __version__,
+        "model": model,
+        "model_args": args_dict,
+        "model_label": label,
+        RUN_FINGERPRINT_KEY: run_fp,
+        "profile": prof.as_dict(),
+        "tasks": task_names,
+        "methods": method_names,
+        "data_dir": data_dir,
+        "bank_dir": bank_dir,
+        "instructions": sorted({(v.task, v.entry.method, v.entry.id, v.entry.sha, v.entry.text) for v in plan}),
+        "variants": [v.name for v in plan],
+    }
+
     if dry_run:  # reads the folder, writes nothing (no folder, no sweep.json, no lock file)
         pending = resume_state()
-        report = SweepReport(store.root, planned=len(plan), skipped=len(plan) - len(pending))
+        report = SweepReport(store.root, planned=len(plan), skipped=len(plan) - len(pending), plan=plan_record)
         echo(f"sweep (dry run): {len(plan)} variants planned, {report.skipped} already done, "
              f"{len(pending)} to run -> {store.root}")
         report.seconds = time.monotonic() - start
@@ -278,25 +294,8 @@ def run_sweep(
             if removed:
                 echo(f"removed {len(removed)} temporary file(s) left by an interrupted write in {store.root}")
             pending = resume_state()
-            store.write_plan(
-                {
-                    "plugin_version": __version__,
-                    "model": model,
-                    "model_args": args_dict,
-                    "model_label": label,
-                    RUN_FINGERPRINT_KEY: run_fp,
-                    "profile": prof.as_dict(),
-                    "tasks": task_names,
-                    "methods": method_names,
-                    "data_dir": data_dir,
-                    "bank_dir": bank_dir,
-                    "instructions": sorted(
-                        {(v.task, v.entry.method, v.entry.id, v.entry.sha, v.entry.text) for v in plan}
-                    ),
-                    "variants": [v.name for v in plan],
-                }
-            )
-        report = SweepReport(store.root, planned=len(plan), skipped=len(plan) - len(pending))
+            store.write_plan(plan_record)
+        report = SweepReport(store.root, planned=len(plan), skipped=len(plan) - len(pending), plan=plan_record)
         echo(f"sweep: {len(plan)} variants planned, {report.skipped} already done, {len(pending)} to run -> {store.root}")
         if not pending:
             report.seconds = time.monotonic() - start

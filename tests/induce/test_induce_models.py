@@ -209,10 +209,11 @@ def test_sweep_with_bank_dir_uses_the_induced_per_model_banks(induced, tmp_path,
     label = induced.ppl.model_label
     common = dict(model="hf", model_args=tiny_model_args, tasks="agnews", methods="null,low_perplexity,ape",
                   bank_dir=str(induced.out), profile="quick", data_dir=str(induced.data), dry_run=True, progress=False,
-                  overrides={"instructions_per_method": 1, "settings": ["zero_shot", "few_shot"]})
+                  overrides={"instructions_per_method": 1, "test_sample": 4, "settings": ["zero_shot", "few_shot"]})
     report = run_sweep(output=tmp_path / "sweep", **common)
     assert report.planned == 3 * (1 + 2)
-    plan = json.loads((tmp_path / "sweep" / label / "sweep.json").read_text())
+    assert not (tmp_path / "sweep").exists()  # a dry run writes nothing; the report carries the plan
+    plan = report.plan
     methods = {method: (eid, text) for _task, method, eid, _sha, text in plan["instructions"]}
     assert set(methods) == {"null", "low_perplexity", "ape"}
     assert methods["low_perplexity"][0].startswith(f"low_perplexity-agnews-{label}-")
