@@ -38,6 +38,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--device", default=None, help="device for local backends, e.g. cpu or cuda:0")
     parser.add_argument("--no-log-samples", dest="log_samples", action="store_false", help="skip per-sample logs (CIs need them)")
     parser.add_argument("--dry-run", action="store_true", help="print the plan size and exit")
+    scale = parser.add_argument_group("scaling out (see the README's 'Scaling out')")
+    scale.add_argument("--executor", choices=("local", "ray"), default="local",
+                       help="local: this process evaluates every chunk (default); ray: a pool of Ray workers, "
+                            "each with its own model (pip install 'instructeval-harness[ray]')")
+    scale.add_argument("--workers", type=int, default=None, help="number of Ray workers (with --executor ray; default 1)")
+    scale.add_argument("--ray-address", dest="ray_address", default=None,
+                       help="join this Ray cluster ('auto', 'ray://head:10001'); default: start a local one")
+    scale.add_argument("--worker-resources", dest="worker_resources", default=None,
+                       help='Ray resources of each worker as JSON, e.g. \'{"num_gpus": 1}\' (default {"num_cpus": 1})')
     group = parser.add_argument_group("protocol overrides (default: the profile's value)")
     group.add_argument("--num-fewshot", dest="num_fewshot", type=int)
     group.add_argument("--selections", dest="n_selections", type=int, help="demo selections (few-shot and selectional std)")
@@ -84,6 +93,10 @@ def run(args: argparse.Namespace) -> int:
         device=args.device,
         log_samples=args.log_samples,
         dry_run=args.dry_run,
+        executor=args.executor,
+        workers=args.workers,
+        ray_address=args.ray_address,
+        worker_resources=args.worker_resources,
     )
     print(f"{report.planned} planned, {report.skipped} skipped (done), {report.evaluated} evaluated: {report.output_dir}")
     return 0

@@ -29,6 +29,7 @@ from .. import TASKS_DIR, __version__, object_task_manager
 from ..specs import TASK_SPECS, get_spec
 from .plan import MODEL_ARG_KEYS, Variant, build_plan, fingerprint
 from .profiles import Profile, get_profile
+from .executors import JobQueue, make_executor
 from .interrupts import StopRequests
 from .store import SweepStore, model_label_from_args
 
@@ -120,6 +121,50 @@ def load_model(model: str, model_args: str | dict | None, *, batch_size: int | s
     return cls.create_from_arg_string(model_args or "", extra)
 
 
+@dataclass(frozen=True)
+class ModelSpec:
+    """How to load the sweep's model: what a worker needs to create its own copy (picklable)."""
+
+    model: str
+    model_args: str | dict | None
+    label: str
+    batch_size: int | str = 8
+    max_batch_size: int | None = None
+    device: str | None = None
+
+    def resolved_device(self) -> str | None:
+        """The device the model loads on: the one asked for, else the machine's default (per worker)."""
+        return self.device or default_device(self.model)
+
+    def load(self):
+        return load_model(self.model, self.model_args, batch_size=self.batch_size,
+                          max_batch_size=self.max_batch_size, device=self.resolved_device())
+
+
+@dataclass
+class ChunkJob:
+    """The pending variants of one (task, instruction) chunk: one harness call, one results file."""
+
+    key: str
+    variants: list[Variant]
+    metadata: dict[str, dict[str, Any]]
+
+    @property
+    def names(self) -> list[str]:
+        return [v.name for v in self.variants]
+
+
+def chunk_jobs(pending: list[Variant], metadata: dict[str, dict[str, Any]]) -> list[ChunkJob]:
+    """The pending variants grouped into chunks, in plan order."""
+    jobs = []
+    for chunk, group in groupby(pending, key=lambda v: v.chunk):
+        variants = list(group)
+        # One file per pending set: extending a sweep never overwrites earlier chunks' results.
+        key = f"{chunk}__{fingerprint({'variants': [v.name for v in variants]})[:8]}"
+        jobs.append(ChunkJob(key, variants, {v.name: metadata[v.name] for v in variants}))
+    return jobs
+
+
 def evaluate_chunk(
     lm: Any,
     variants: list[Variant],
@@ -142,6 +187,27 @@ def evaluate_chunk(
                                       task_manager=object_task_manager())
     samples = results.pop("samples", {}) if log_samples else {}
     results.pop("samples", None)
+    return results, samples
+
+
+def evaluate_job(
+    lm: Any,
+    job: ChunkJob,
+    spec: ModelSpec,
+    profile: Profile,
+    bases: dict[str, dict[str, Any]],
+    *,
+    log_samples: bool,
+) -> tuple[dict[str, Any], dict[str, list[dict]]]:
+    """One chunk, ready to save: ``evaluate_chunk`` plus the run's model settings in ``config``.
+
+    The one step every executor runs (in the sweep's process or in a worker); the caller writes
+    the returned (results, samples) through the ``SweepStore``.
+    """
+    results, samples = evaluate_chunk(lm, job.variants, profile, job.metadata, bases, log_samples=log_samples)
+    results["config"].update(model=spec.model, model_args=parse_model_args(spec.model_args),
+                             batch_size=spec.batch_size, device=spec.resolved_device())
+    results["model_name"] = spec.label
     return results, samples
 
 
@@ -172,13 +238,23 @@ def run_sweep(
     dry_run: bool = False,
     progress: bool = True,
     echo: Callable[[str], None] | None = None,
+    executor: str = "local",
+    workers: int | None = None,
+    ray_address: str | None = None,
+    worker_resources: str | dict | None = None,
 ) -> SweepReport:
-    """Run (or resume) a sweep; see the module docstring. Returns a ``SweepReport``."""
+    """Run (or resume) a sweep; see the module docstring. Returns a ``SweepReport``.
+
+    ``executor="ray"`` with ``workers=N`` evaluates the chunks on N Ray actors (see ``ray_executor``;
+    ``ray_address`` joins a cluster, ``worker_resources`` are each actor's Ray resources); the results
+    are those of the local executor.
+    """
     import datasets
     from tqdm.auto import tqdm
 
     start = time.monotonic()
     echo = echo or (lambda line: print(line, file=sys.stderr))
+    runner = make_executor(executor, workers=workers, ray_address=ray_address, worker_resources=worker_resources, lm=lm)
     prof = profile if isinstance(profile, Profile) else get_profile(profile)
     prof = prof.override(**(overrides or {}))
     bank = load_layered_bank(bank_dir)  # the shipped banks with bank_dir's directories on top
@@ -224,35 +300,27 @@ def run_sweep(
         report.seconds = time.monotonic() - start
         return report
 
+    spec = ModelSpec(model, model_args, label, batch_size=batch_size, max_batch_size=max_batch_size, device=device)
+    jobs = chunk_jobs(pending, metadata)
     datasets.disable_progress_bars()  # one sweep bar, not one "Map" bar per variant
-    if lm is None:
-        device = device or default_device(model)  # recorded in every results file's config
-        lm = load_model(model, model_args, batch_size=batch_size, max_batch_size=max_batch_size, device=device)
-    bases: dict[str, dict[str, Any]] = {}
-    bar = tqdm(total=len(pending), unit="variant", desc="sweep", disable=not progress, file=sys.stderr)
+    bar = tqdm(total=report.planned - report.skipped, unit="variant", desc="sweep", disable=not progress, file=sys.stderr)
+
+    def save(job: ChunkJob, results: dict[str, Any], samples: dict[str, list[dict]], seconds: float) -> None:
+        """Write one evaluated chunk (the sweep's process is the only writer of the output)."""
+        stamp = _dt.datetime.now().strftime("%Y-%m-%dT%H-%M-%S.%f")
+        report.result_files.append(store.write_chunk(job.key, results, samples, stamp))
+        report.evaluated += len(job.variants)
+        for variant in job.variants:
+            metric, value = _primary(results["results"].get(variant.name, {}))
+            shown = "n/a" if value is None else f"{value:.3f}"
+            bar.write(f"done {variant.name}: {metric}={shown} ({seconds / len(job.variants):.1f} s)", file=sys.stderr)
+        bar.update(len(job.variants))
+
     stop = StopRequests(lambda line: bar.write(line, file=sys.stderr))
     try:
         with stop:
-            for chunk, group in groupby(pending, key=lambda v: v.chunk):
-                variants = list(group)
-                chunk_start = time.monotonic()
-                results, samples = evaluate_chunk(lm, variants, prof, metadata, bases, log_samples=log_samples)
-                results["config"].update(model=model, model_args=args_dict, batch_size=batch_size, device=device)
-                results["model_name"] = label
-                stamp = _dt.datetime.now().strftime("%Y-%m-%dT%H-%M-%S.%f")
-                # One file per pending set: extending a sweep never overwrites earlier chunks' results.
-                chunk_key = f"{chunk}__{fingerprint({'variants': [v.name for v in variants]})[:8]}"
-                path = store.write_chunk(chunk_key, results, samples, stamp)
-                report.result_files.append(path)
-                report.evaluated += len(variants)
-                seconds = time.monotonic() - chunk_start
-                for variant in variants:
-                    metric, value = _primary(results["results"].get(variant.name, {}))
-                    shown = "n/a" if value is None else f"{value:.3f}"
-                    bar.write(f"done {variant.name}: {metric}={shown} ({seconds / len(variants):.1f} s)", file=sys.stderr)
-                bar.update(len(variants))
-                if stop.requested:
-                    raise KeyboardInterrupt
+            runner.run(JobQueue(jobs), spec=spec, profile=prof, log_samples=log_samples, save=save, stop=stop,
+                       echo=lambda line: bar.write(line, file=sys.stderr))
     except KeyboardInterrupt:
         bar.close()
         echo(f"interrupted after {report.evaluated} variants; finished chunks are saved in {store.root}. "
