@@ -47,6 +47,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        help="join this Ray cluster ('auto', 'ray://head:10001'); default: start a local one")
     scale.add_argument("--worker-resources", dest="worker_resources", default=None,
                        help='Ray resources of each worker as JSON, e.g. \'{"num_gpus": 1}\' (default {"num_cpus": 1})')
+    scale.add_argument("--shard", default=None, metavar="I/N",
+                       help="run only the I-th of N parts of the plan (I from 0, e.g. $SLURM_ARRAY_TASK_ID/4); "
+                            "shards of one command may write one --output at once")
     group = parser.add_argument_group("protocol overrides (default: the profile's value)")
     group.add_argument("--num-fewshot", dest="num_fewshot", type=int)
     group.add_argument("--selections", dest="n_selections", type=int, help="demo selections (few-shot and selectional std)")
@@ -97,6 +100,7 @@ def run(args: argparse.Namespace) -> int:
         workers=args.workers,
         ray_address=args.ray_address,
         worker_resources=args.worker_resources,
+        shard=args.shard,
     )
     print(f"{report.planned} planned, {report.skipped} skipped (done), {report.evaluated} evaluated: {report.output_dir}")
     return 0

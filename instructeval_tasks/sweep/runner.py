@@ -29,8 +29,9 @@ from .. import TASKS_DIR, __version__, object_task_manager
 from ..specs import TASK_SPECS, get_spec
 from .plan import MODEL_ARG_KEYS, Variant, build_plan, fingerprint
 from .profiles import Profile, get_profile
-from .executors import JobQueue, make_executor
+from .executors import make_executor
 from .interrupts import StopRequests
+from .shards import ClaimingQueue, ShardSpec
 from .store import SweepStore, model_label_from_args
 
 log = logging.getLogger(__name__)
@@ -242,12 +243,14 @@ def run_sweep(
     workers: int | None = None,
     ray_address: str | None = None,
     worker_resources: str | dict | None = None,
+    shard: str | ShardSpec | None = None,
 ) -> SweepReport:
     """Run (or resume) a sweep; see the module docstring. Returns a ``SweepReport``.
 
     ``executor="ray"`` with ``workers=N`` evaluates the chunks on N Ray actors (see ``ray_executor``;
     ``ray_address`` joins a cluster, ``worker_resources`` are each actor's Ray resources); the results
-    are those of the local executor.
+    are those of the local executor. ``shard="I/N"`` runs the I-th of N parts of the plan (see
+    ``shards``); shards of one command may run at once on one ``output``.
     """
     import datasets
     from tqdm.auto import tqdm
@@ -255,6 +258,7 @@ def run_sweep(
     start = time.monotonic()
     echo = echo or (lambda line: print(line, file=sys.stderr))
     runner = make_executor(executor, workers=workers, ray_address=ray_address, worker_resources=worker_resources, lm=lm)
+    part = ShardSpec.parse(shard)
     prof = profile if isinstance(profile, Profile) else get_profile(profile)
     prof = prof.override(**(overrides or {}))
     bank = load_layered_bank(bank_dir)  # the shipped banks with bank_dir's directories on top
@@ -276,8 +280,9 @@ def run_sweep(
     done = store.finished()
     planned = {name: meta["variant_fingerprint"] for name, meta in metadata.items()}
     store.check_conflicts(planned, done)
-    pending = [v for v in plan if v.name not in done]
-    report = SweepReport(store.root, planned=len(plan), skipped=len(plan) - len(pending))
+    mine = part.select(plan) if part else plan
+    pending = [v for v in mine if v.name not in done]
+    report = SweepReport(store.root, planned=len(mine), skipped=len(mine) - len(pending))
     store.write_plan(
         {
             "plugin_version": __version__,
@@ -295,7 +300,8 @@ def run_sweep(
             "variants": [v.name for v in plan],
         }
     )
-    echo(f"sweep: {len(plan)} variants planned, {report.skipped} already done, {len(pending)} to run -> {store.root}")
+    shown = f"shard {part} of the sweep: {len(mine)} of {len(plan)}" if part else f"sweep: {len(plan)}"
+    echo(f"{shown} variants planned, {report.skipped} already done, {len(pending)} to run -> {store.root}")
     if dry_run or not pending:
         report.seconds = time.monotonic() - start
         return report
@@ -316,17 +322,29 @@ def run_sweep(
             bar.write(f"done {variant.name}: {metric}={shown} ({seconds / len(job.variants):.1f} s)", file=sys.stderr)
         bar.update(len(job.variants))
 
+    def still_pending(job: ChunkJob) -> ChunkJob | None:
+        """The job's variants not saved yet (another shard may have saved some); conflicts refused."""
+        saved = store.finished(job.variants[0].chunk)
+        store.check_conflicts({name: planned[name] for name in job.names}, saved)
+        left = [v for v in job.variants if v.name not in saved]
+        return None if not left else job if len(left) == len(job.variants) else chunk_jobs(left, job.metadata)[0]
+
     stop = StopRequests(lambda line: bar.write(line, file=sys.stderr))
+    queue = ClaimingQueue(jobs, store.root, still_pending=still_pending, stopping=lambda: stop.requested,
+                          echo=lambda line: bar.write(line, file=sys.stderr))
     try:
         with stop:
-            runner.run(JobQueue(jobs), spec=spec, profile=prof, log_samples=log_samples, save=save, stop=stop,
+            runner.run(queue, spec=spec, profile=prof, log_samples=log_samples, save=save, stop=stop,
                        echo=lambda line: bar.write(line, file=sys.stderr))
+            if stop.requested:
+                raise KeyboardInterrupt
     except KeyboardInterrupt:
         bar.close()
         echo(f"interrupted after {report.evaluated} variants; finished chunks are saved in {store.root}. "
              f"Run the same command again to resume.")
         raise
     bar.close()
+    report.skipped += queue.skipped  # saved by another process while this one ran
     report.seconds = time.monotonic() - start
     echo(f"sweep finished: {report.evaluated} variants evaluated in {report.seconds:.0f} s -> {store.root}")
     return report

@@ -81,10 +81,12 @@ class SweepStore:
     def results_path(self, chunk: str) -> Path:
         return self.root / f"results_{chunk}.json"
 
-    def finished(self) -> dict[str, str]:
-        """``{variant name: fingerprint}`` of every variant in a readable results file."""
+    def finished(self, chunk: str | None = None) -> dict[str, str]:
+        """``{variant name: fingerprint}`` of every variant in a readable results file (of ``chunk``'s
+        results files only, when given: a shard's claim re-reads one chunk)."""
         done: dict[str, str] = {}
-        for path in sorted(self.root.glob("results_*.json")):
+        pattern = f"results_{chunk}__*.json" if chunk else "results_*.json"
+        for path in sorted(self.root.glob(pattern)):
             try:
                 data = json.loads(path.read_text(encoding="utf-8"))
             except (json.JSONDecodeError, UnicodeDecodeError):
