@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
 from instructeval_banks import load_bank
 from instructeval_tasks.cli import main as cli_main
@@ -54,41 +54,49 @@ def _jobs():
     return chunk_jobs(plan, {v.name: {} for v in plan})
 
 
+class OtherProcess:
+    """Holds a chunk's claim from another thread (a lock's owner thread must also release it)."""
+
+    def __init__(self, root: Path, job, then=lambda: None, hold_seconds: float = 0.3) -> None:
+        (root / CLAIMS_DIR).mkdir(exist_ok=True)
+        self.lock = FileLock(str(root / CLAIMS_DIR / f"{job.variants[0].chunk}.lock"))
+        self.held = threading.Event()
+        self.thread = threading.Thread(target=self._hold, args=(then, hold_seconds))
+        self.thread.start()
+        assert self.held.wait(10)
+
+    def _hold(self, then, hold_seconds: float) -> None:
+        with self.lock:
+            self.held.set()
+            time.sleep(hold_seconds)
+            then()
+
+
 def test_a_chunk_claimed_elsewhere_is_taken_last_and_skipped_once_saved(tmp_path):
     first, second = _jobs()
     saved: set[str] = set()
     queue = ClaimingQueue([first, second], tmp_path, still_pending=lambda job: None if job.key in saved else job)
-    other = FileLock(str(tmp_path / CLAIMS_DIR / f"{first.variants[0].chunk}.lock"))
-    (tmp_path / CLAIMS_DIR).mkdir()
-    other.acquire()  # another process is evaluating the first chunk
+    other = OtherProcess(tmp_path, first, then=lambda: saved.add(first.key), hold_seconds=1.0)
 
-    assert queue.take() is second
+    assert queue.take() is second  # the first chunk is being evaluated elsewhere
     queue.release(second)
-
-    def other_process_finishes() -> None:
-        time.sleep(0.3)
-        saved.add(first.key)
-        other.release()
-
-    threading.Thread(target=other_process_finishes).start()
     assert queue.take() is None  # waited for the claim, found the chunk saved
     assert queue.skipped == len(first.variants)
+    other.thread.join()
 
 
 def test_a_chunk_whose_claimant_died_is_evaluated_here(tmp_path):
-    first, second = _jobs()
+    first, _ = _jobs()
     queue = ClaimingQueue([first], tmp_path, still_pending=lambda job: job)
-    (tmp_path / CLAIMS_DIR).mkdir()
-    other = FileLock(str(tmp_path / CLAIMS_DIR / f"{first.variants[0].chunk}.lock"))
-    other.acquire()
-    threading.Timer(0.3, other.release).start()  # released without saving: its holder died
+    other = OtherProcess(tmp_path, first)  # releases without saving: its holder died
     assert queue.take() is first and queue.skipped == 0
-    stolen = FileLock(str(tmp_path / CLAIMS_DIR / f"{first.variants[0].chunk}.lock"))
-    with pytest.raises(Exception):  # held by the queue until released
-        stolen.acquire(timeout=0)
+    other.thread.join()
+    rival = FileLock(str(tmp_path / CLAIMS_DIR / f"{first.variants[0].chunk}.lock"))
+    with pytest.raises(Timeout):  # the queue holds the claim until the chunk is released
+        rival.acquire(timeout=0)
     queue.release(first)
-    stolen.acquire(timeout=0)
-    stolen.release()
+    rival.acquire(timeout=0)
+    rival.release()
 
 
 @pytest.fixture(scope="module")
@@ -140,9 +148,15 @@ def test_aggregate_reads_the_union_of_the_shards(single_process, tmp_path, tiny_
         run_sweep(**common, shard=f"{i}/3")
     tables = {}
     for name, folder in (("one", single_process), ("shards", out)):
-        code = cli_main(["aggregate", str(folder), "--out", str(tmp_path / f"report_{name}"), "--no-plots",
-                         "--bootstrap", "50"])
-        assert code == 0
-        tables[name] = {p.relative_to(tmp_path / f"report_{name}").as_posix(): p.read_bytes()
-                        for p in sorted((tmp_path / f"report_{name}").rglob("*.csv"))}
-    assert tables["one"] and tables["shards"] == tables["one"]
+        report = tmp_path / f"report_{name}"
+        assert cli_main(["aggregate", str(folder), "--out", str(report), "--no-plots", "--bootstrap", "50"]) == 0
+        tables[name] = {p.relative_to(report).as_posix(): _without_paths(p) for p in sorted(report.rglob("*.csv"))}
+    assert len(tables["one"]) > 3 and tables["shards"] == tables["one"]
+
+
+def _without_paths(csv_path: Path) -> list[dict]:
+    """A report table's rows, less the columns naming input files (their folders differ here)."""
+    import csv
+
+    with csv_path.open(newline="", encoding="utf-8") as handle:
+        return [{k: v for k, v in row.items() if k not in ("file", "samples")} for row in csv.DictReader(handle)]
