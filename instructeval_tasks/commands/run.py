@@ -37,7 +37,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--max_batch_size", "--max-batch-size", dest="max_batch_size", type=int, default=None)
     parser.add_argument("--device", default=None, help="device for local backends, e.g. cpu or cuda:0")
     parser.add_argument("--no-log-samples", dest="log_samples", action="store_false", help="skip per-sample logs (CIs need them)")
-    parser.add_argument("--dry-run", action="store_true", help="print the plan size and exit")
+    parser.add_argument("--dry-run", action="store_true", help="validate every option, print the plan size and exit; writes nothing")
+    parser.add_argument("--wait-lock", dest="wait_lock", nargs="?", type=float, const=-1.0, default=None, metavar="SECONDS",
+                        help="when another run holds <output>/<label>/.instructeval.lock, wait for it (up to SECONDS, "
+                             "default without limit) instead of stopping at once")
     scale = parser.add_argument_group("scaling out (see the README's 'Scaling out')")
     scale.add_argument("--executor", choices=("local", "ray"), default="local",
                        help="local: this process evaluates every chunk (default); ray: a pool of Ray workers, "
@@ -96,6 +99,7 @@ def run(args: argparse.Namespace) -> int:
         device=args.device,
         log_samples=args.log_samples,
         dry_run=args.dry_run,
+        lock_wait=args.wait_lock,
         executor=args.executor,
         workers=args.workers,
         ray_address=args.ray_address,

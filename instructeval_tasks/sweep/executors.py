@@ -18,7 +18,6 @@ Example:
 from __future__ import annotations
 
 import json
-import time
 from collections import deque
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol
 
@@ -26,12 +25,14 @@ from ..errors import UserError
 
 if TYPE_CHECKING:
     from .interrupts import StopRequests
+    from .plan import Variant
     from .profiles import Profile
     from .runner import ChunkJob, ModelSpec
 
 EXECUTORS = ("local", "ray")
 
-SaveChunk = Callable[["ChunkJob", dict, dict, float], None]
+SaveChunk = Callable[["ChunkJob", dict, dict], None]  # (chunk, results, samples): writes them
+VariantDone = Callable[["Variant", dict, float], None]  # (variant, chunk results, its seconds): progress
 
 
 class ExecutorOptionError(UserError, ValueError):
@@ -63,9 +64,10 @@ class Executor(Protocol):
     name: str
 
     def run(self, queue: JobQueue, *, spec: "ModelSpec", profile: "Profile", log_samples: bool,
-            save: SaveChunk, stop: "StopRequests", echo: Callable[[str], None]) -> None:
-        """Evaluate every chunk of ``queue`` and ``save`` each; raise ``KeyboardInterrupt`` when
-        ``stop.requested`` is set, after saving the chunks already in progress."""
+            save: SaveChunk, on_variant: VariantDone, stop: "StopRequests", echo: Callable[[str], None]) -> None:
+        """Evaluate every chunk of ``queue`` and ``save`` each (``on_variant`` for each of its variants,
+        with the variant's own time); raise ``KeyboardInterrupt`` when ``stop.requested`` is set,
+        after saving the chunks already in progress."""
 
 
 class LocalExecutor:
@@ -77,16 +79,16 @@ class LocalExecutor:
         self.lm = lm
 
     def run(self, queue: JobQueue, *, spec: "ModelSpec", profile: "Profile", log_samples: bool,
-            save: SaveChunk, stop: "StopRequests", echo: Callable[[str], None]) -> None:
+            save: SaveChunk, on_variant: VariantDone, stop: "StopRequests", echo: Callable[[str], None]) -> None:
         from .runner import evaluate_job
 
         lm = self.lm if self.lm is not None else spec.load()
         bases: dict[str, dict[str, Any]] = {}
         while (job := queue.take()) is not None:
             try:
-                started = time.monotonic()
-                results, samples = evaluate_job(lm, job, spec, profile, bases, log_samples=log_samples)
-                save(job, results, samples, time.monotonic() - started)
+                results, samples = evaluate_job(lm, job, spec, profile, bases, log_samples=log_samples,
+                                                on_variant=on_variant)
+                save(job, results, samples)
             finally:
                 queue.release(job)
             if stop.requested:

@@ -18,12 +18,17 @@ from typing import Any, Iterable
 
 from instructeval_banks import Bank, BankEntry
 
+from ..errors import UserError
 from ..specs import get_spec
 from .profiles import Profile
 
 # Model_args keys copied into task metadata, as the lm_eval CLI does, so that tasks can load the
 # model's tokenizer for acc_per_token.
 MODEL_ARG_KEYS = ("pretrained", "tokenizer", "gguf_file", "revision", "trust_remote_code")
+
+
+class PlanError(UserError, ValueError):
+    """Bank entries that cannot form a sweep plan (ids that collide or are not plain names)."""
 
 
 def _slug(text: str) -> str:
@@ -149,8 +154,15 @@ def build_plan(
             entries = bank.entries(method, spec.name, model_label)
             for entry in sample_bank_entries(entries, profile.instructions_per_method, profile.instruction_seed):
                 plan.extend(settings_for(spec.name, entry, profile))
+    for variant in plan:
+        if any(sep in variant.entry.id for sep in ("/", "\\")) or variant.entry.id in (".", ".."):
+            raise PlanError(
+                f"{variant.entry.source_file or 'bank'}: entry id {variant.entry.id!r} ({variant.entry.method}, "
+                f"{variant.task}) is not a plain name: "
+                f"ids name the sweep's files, so no '/', '\\' or '..'; rename it in the bank"
+            )
     names = [v.name for v in plan]
     duplicates = {n for n in names if names.count(n) > 1}
     if duplicates:
-        raise ValueError(f"variant names collide: {sorted(duplicates)[:5]}; bank entry ids must be unique per task")
+        raise PlanError(f"variant names collide: {sorted(duplicates)[:5]}; bank entry ids must be unique per task")
     return plan

@@ -20,7 +20,26 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
+from ..errors import UserError
+
 SETTINGS = ("zero_shot", "few_shot", "perturbed", "ordering")
+
+# The ``instructeval run`` option of each field, for error messages.
+OPTION_OF = {
+    "num_fewshot": "--num-fewshot", "n_selections": "--selections", "n_perturbed_selections": "--perturbed-selections",
+    "n_orderings": "--orderings", "ordering_demo_seeds": "--ordering-demo-seeds", "order_mode": "--order-mode",
+    "instructions_per_method": "--instructions-per-method", "instruction_seed": "--instruction-seed",
+    "test_sample": "--test-sample", "test_seed": "--test-seed", "truncate_words": "--truncate-words",
+    "perturbation_seed": "--perturbation-seed", "perturbation_mode": "--perturbation-mode", "settings": "--settings",
+}
+
+
+class ProfileError(UserError, ValueError):
+    """An unknown profile, or a profile field (an override) out of range."""
+
+
+def _named(field: str) -> str:
+    return f"{field} ({OPTION_OF[field]})" if field in OPTION_OF else field
 
 
 @dataclass(frozen=True)
@@ -49,7 +68,7 @@ class Profile:
         known = {f.name for f in fields(self)}
         unknown = set(changes) - known
         if unknown:
-            raise ValueError(f"unknown profile field(s) {sorted(unknown)}; known: {sorted(known)}")
+            raise ProfileError(f"unknown profile field(s) {sorted(unknown)}; known: {sorted(known)}")
         changes = {k: (tuple(v) if isinstance(v, list) else v) for k, v in changes.items() if v is not None}
         profile = replace(self, **changes)
         profile.validate()
@@ -57,17 +76,25 @@ class Profile:
 
     def validate(self) -> None:
         bad = [s for s in self.settings if s not in SETTINGS]
-        if bad:
-            raise ValueError(f"unknown setting(s) {bad}; known: {', '.join(SETTINGS)}")
+        if bad or not self.settings:
+            raise ProfileError(f"unknown setting(s) {bad} in --settings; known: {', '.join(SETTINGS)}" if bad
+                               else f"--settings is empty; known: {', '.join(SETTINGS)}")
         if self.order_mode not in ("seeded", "original"):
-            raise ValueError(f"order_mode must be 'seeded' or 'original', got {self.order_mode!r}")
+            raise ProfileError(f"order_mode (--order-mode) must be 'seeded' or 'original', got {self.order_mode!r}")
         if self.perturbation_mode not in ("document", "stream"):
-            raise ValueError(f"perturbation_mode must be 'document' or 'stream', got {self.perturbation_mode!r}")
+            raise ProfileError(f"perturbation_mode (--perturbation-mode) must be 'document' or 'stream', got {self.perturbation_mode!r}")
         for name in ("num_fewshot", "n_selections", "n_perturbed_selections", "n_orderings", "instructions_per_method"):
             if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0")
+                raise ProfileError(f"{_named(name)} must be >= 0, got {getattr(self, name)}")
+        for name in ("test_sample", "truncate_words"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ProfileError(f"{_named(name)} must be >= 1 (or unset), got {value}")
+        negative = [s for s in self.ordering_demo_seeds if s < 0]
+        if negative:
+            raise ProfileError(f"{_named('ordering_demo_seeds')} must be demo seeds >= 0, got {negative}")
         if "few_shot" in self.settings and self.num_fewshot == 0:
-            raise ValueError("few-shot settings need num_fewshot > 0")
+            raise ProfileError("few-shot settings need num_fewshot (--num-fewshot) > 0")
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -104,4 +131,4 @@ def get_profile(name: str) -> Profile:
     try:
         return PROFILES[name]
     except KeyError:
-        raise ValueError(f"unknown profile {name!r}; known: {', '.join(PROFILES)}") from None
+        raise ProfileError(f"unknown profile {name!r} (--profile); known: {', '.join(PROFILES)}") from None

@@ -27,11 +27,10 @@ from __future__ import annotations
 import logging
 import math
 import os
-import time
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import UserError
-from .executors import ExecutorOptionError, JobQueue, SaveChunk
+from .executors import ExecutorOptionError, JobQueue, SaveChunk, VariantDone
 
 if TYPE_CHECKING:
     from .interrupts import StopRequests
@@ -94,11 +93,14 @@ class ChunkWorker:
     def pid(self) -> int:
         return os.getpid()
 
-    def evaluate(self, job: "ChunkJob") -> tuple[dict, dict]:
+    def evaluate(self, job: "ChunkJob") -> tuple[dict, dict, list[tuple[str, float]]]:
+        """(results, samples, [(variant name, seconds)]) of the chunk; the times are each variant's own."""
         from .runner import evaluate_job
 
-        results, samples = evaluate_job(self.lm, job, self.spec, self.profile, self.bases, log_samples=self.log_samples)
-        return json_leaves(results), json_leaves(samples)
+        seconds: list[tuple[str, float]] = []
+        results, samples = evaluate_job(self.lm, job, self.spec, self.profile, self.bases, log_samples=self.log_samples,
+                                        on_variant=lambda variant, _, took: seconds.append((variant.name, took)))
+        return json_leaves(results), json_leaves(samples), seconds
 
 
 class RayExecutor:
@@ -144,12 +146,12 @@ class RayExecutor:
         return True
 
     def run(self, queue: JobQueue, *, spec: "ModelSpec", profile: "Profile", log_samples: bool,
-            save: SaveChunk, stop: "StopRequests", echo: Callable[[str], None]) -> None:
+            save: SaveChunk, on_variant: VariantDone, stop: "StopRequests", echo: Callable[[str], None]) -> None:
         ray = self.ray
         started_here = self._connect()
         remote_worker = ray.remote(ChunkWorker).options(**self.options)
         actors: list[Any] = []
-        in_flight: dict[Any, tuple[Any, ChunkJob, float]] = {}  # object ref -> (actor, chunk, start)
+        in_flight: dict[Any, tuple[Any, ChunkJob]] = {}  # object ref -> (actor, chunk)
         attempts: dict[str, int] = {}
         replacements_left = self.MAX_ATTEMPTS * self.workers
 
@@ -165,14 +167,14 @@ class RayExecutor:
             while True:
                 while idle and not stop.requested and (job := queue.take()) is not None:
                     actor = idle.pop()
-                    in_flight[actor.evaluate.remote(job)] = (actor, job, time.monotonic())
+                    in_flight[actor.evaluate.remote(job)] = (actor, job)
                 if not in_flight:
                     break
                 ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=self.POLL_SECONDS)
                 for ref in ready:
-                    actor, job, started = in_flight.pop(ref)
+                    actor, job = in_flight.pop(ref)
                     try:
-                        results, samples = ray.get(ref)
+                        results, samples, seconds = ray.get(ref)
                     except ray.exceptions.RayActorError as err:
                         actors.remove(actor)
                         if err.actor_init_failed:
@@ -196,14 +198,17 @@ class RayExecutor:
                         queue.release(job)
                         raise
                     try:
-                        save(job, results, samples, time.monotonic() - started)
+                        by_name = {v.name: v for v in job.variants}
+                        for name, took in seconds:  # the bar advances when the chunk comes back
+                            on_variant(by_name[name], results, took)
+                        save(job, results, samples)
                     finally:
                         queue.release(job)
                     idle.append(actor)
             if stop.requested:
                 raise KeyboardInterrupt
         finally:
-            for ref, (_, job, _) in in_flight.items():
+            for _, job in in_flight.values():
                 queue.release(job)
             for actor in actors:
                 ray.kill(actor)

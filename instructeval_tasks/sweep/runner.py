@@ -1,9 +1,13 @@
-"""Evaluate a whole sweep for one model in one process with one model load.
+"""Evaluate a whole sweep for one model with one model load per process.
 
-``run_sweep`` builds every variant of the plan as an in-memory ``InstructEvalTask`` and hands them,
-one chunk (task x instruction) at a time, to ``lm_eval.simple_evaluate`` with the already-loaded
-model, so any harness backend works and identical requests within a chunk are computed once. Each
-chunk is saved as a standard results file before the next starts (see ``store``).
+``run_sweep`` builds every variant of the plan as an in-memory ``InstructEvalTask`` and hands each
+to ``lm_eval.simple_evaluate`` with an already-loaded model, so any harness backend works. The
+variants of one chunk (task x instruction) are evaluated one harness call each -- the progress bar
+advances and each variant's time is measured per variant -- and saved together as one standard
+results file before the chunk counts as done (see ``store``). An executor (``executors``) decides
+who evaluates the chunks: this process (``local``, the default) or a pool of Ray workers
+(``ray_executor``); either way this process alone writes the output. ``--shard I/N`` runs one of N
+parts of the plan (``shards``).
 
 Example:
     >>> report = run_sweep(model="hf", model_args="pretrained=models/smollm2-135m-instruct",
@@ -16,6 +20,7 @@ from __future__ import annotations
 import copy
 import datetime as _dt
 import logging
+import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -26,13 +31,19 @@ from typing import Any, Callable
 from instructeval_banks import join_bank_dirs, load_layered_bank
 
 from .. import TASKS_DIR, __version__, object_task_manager
+from ..options import DATA_DIR_ENV
 from ..specs import TASK_SPECS, get_spec
+from .identity import RUN_FINGERPRINT_KEY, for_task, run_fingerprint
 from .plan import MODEL_ARG_KEYS, Variant, build_plan, fingerprint
 from .profiles import Profile, get_profile
 from .executors import make_executor
 from .interrupts import StopRequests
+from .lock import RunLock, shard_lock_name
 from .shards import ClaimingQueue, ShardSpec
-from .store import SweepStore, model_label_from_args
+from .store import SweepStore, check_folder_name, check_output, model_label_from_args
+from .validate import check_backend, check_batch_size, check_max_batch_size, parse_model_args, resolve_names
+
+__all__ = ["SweepReport", "parse_model_args", "resolve_names", "run_sweep"]
 
 log = logging.getLogger(__name__)
 
@@ -49,28 +60,6 @@ class SweepReport:
     evaluated: int = 0
     result_files: list[Path] = field(default_factory=list)
     seconds: float = 0.0
-
-
-def parse_model_args(model_args: str | dict | None) -> dict[str, Any]:
-    if isinstance(model_args, dict):
-        return dict(model_args)
-    from lm_eval.utils import simple_parse_args_string
-
-    return simple_parse_args_string(model_args or "")
-
-
-def resolve_names(values: list[str] | str, known: list[str], what: str) -> list[str]:
-    """Split comma lists, expand ``all``, and reject unknown names with the list of known ones."""
-    if isinstance(values, str):
-        values = [values]
-    names = [v.strip() for item in values for v in item.split(",") if v.strip()]
-    if any(n in ("all", "instructeval") for n in names):
-        return list(known)
-    names = [n.removeprefix("instructeval_") for n in names] if what == "task" else names
-    unknown = [n for n in names if n not in known]
-    if unknown:
-        raise ValueError(f"unknown {what}(s) {unknown}; known: {', '.join(known)}")
-    return names
 
 
 def base_task_config(task: str) -> dict[str, Any]:
@@ -144,7 +133,7 @@ class ModelSpec:
 
 @dataclass
 class ChunkJob:
-    """The pending variants of one (task, instruction) chunk: one harness call, one results file."""
+    """The pending variants of one (task, instruction) chunk: one results file."""
 
     key: str
     variants: list[Variant]
@@ -166,6 +155,28 @@ def chunk_jobs(pending: list[Variant], metadata: dict[str, dict[str, Any]]) -> l
     return jobs
 
 
+# Keys of a harness results dict that map task names to values: a chunk's are the union of its variants'.
+_PER_TASK_KEYS = ("results", "group_subtasks", "configs", "versions", "n-shot", "higher_is_better", "n-samples",
+                  "task_hashes")
+
+
+def merge_results(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """One harness results dict for a chunk from its variants' (one ``simple_evaluate`` each).
+
+    Per-task maps are joined; run-level keys (config, versions of the tools, model info) are the
+    first part's, ``end_time`` the last part's and ``total_evaluation_time_seconds`` their sum.
+    """
+    merged = copy.copy(parts[0])
+    for key in _PER_TASK_KEYS:
+        if any(key in part for part in parts):
+            merged[key] = {k: v for part in parts for k, v in (part.get(key) or {}).items()}
+    if "end_time" in parts[-1]:
+        merged["end_time"] = parts[-1]["end_time"]
+    if all("total_evaluation_time_seconds" in part for part in parts):
+        merged["total_evaluation_time_seconds"] = str(sum(float(p["total_evaluation_time_seconds"]) for p in parts))
+    return merged
+
+
 def evaluate_chunk(
     lm: Any,
     variants: list[Variant],
@@ -174,21 +185,33 @@ def evaluate_chunk(
     bases: dict[str, dict[str, Any]],
     *,
     log_samples: bool,
+    on_variant: Callable[[Variant, dict[str, Any], float], None] | None = None,
 ) -> tuple[dict[str, Any], dict[str, list[dict]]]:
-    """Build the chunk's variants as tasks and evaluate them in one harness call: (results, samples)."""
+    """Evaluate the chunk's variants, one harness call each: (merged results, samples).
+
+    ``on_variant(variant, its results, seconds)`` runs after each variant; ``seconds`` is the wall
+    time of that variant's own ``simple_evaluate`` call (building its requests, the model's
+    forward passes, scoring), so per-variant times are measured, not a share of the chunk.
+    """
     import lm_eval
 
     from ..task import InstructEvalTask
 
-    tasks = []
+    parts: list[dict[str, Any]] = []
+    samples: dict[str, list[dict]] = {}
     for variant in variants:
+        started = time.monotonic()
         base = bases.setdefault(variant.task, base_task_config(variant.task))
-        tasks.append(InstructEvalTask(config=variant_config(base, variant, profile, metadata[variant.name])))
-    results = lm_eval.simple_evaluate(model=lm, tasks=tasks, log_samples=log_samples, verbosity="ERROR",
-                                      task_manager=object_task_manager())
-    samples = results.pop("samples", {}) if log_samples else {}
-    results.pop("samples", None)
-    return results, samples
+        task = InstructEvalTask(config=variant_config(base, variant, profile, metadata[variant.name]))
+        results = lm_eval.simple_evaluate(model=lm, tasks=[task], log_samples=log_samples, verbosity="ERROR",
+                                          task_manager=object_task_manager())
+        variant_samples = results.pop("samples", None) or {}
+        if log_samples:
+            samples.update(variant_samples)
+        parts.append(results)
+        if on_variant is not None:
+            on_variant(variant, results, time.monotonic() - started)
+    return merge_results(parts), samples
 
 
 def evaluate_job(
@@ -199,17 +222,39 @@ def evaluate_job(
     bases: dict[str, dict[str, Any]],
     *,
     log_samples: bool,
+    on_variant: Callable[[Variant, dict[str, Any], float], None] | None = None,
 ) -> tuple[dict[str, Any], dict[str, list[dict]]]:
     """One chunk, ready to save: ``evaluate_chunk`` plus the run's model settings in ``config``.
 
     The one step every executor runs (in the sweep's process or in a worker); the caller writes
     the returned (results, samples) through the ``SweepStore``.
     """
-    results, samples = evaluate_chunk(lm, job.variants, profile, job.metadata, bases, log_samples=log_samples)
+    results, samples = evaluate_chunk(lm, job.variants, profile, job.metadata, bases, log_samples=log_samples,
+                                      on_variant=on_variant)
     results["config"].update(model=spec.model, model_args=parse_model_args(spec.model_args),
                              batch_size=spec.batch_size, device=spec.resolved_device())
     results["model_name"] = spec.label
     return results, samples
+
+
+def preflight(plan: list[Variant], profile: Profile, metadata: dict[str, dict[str, Any]]) -> None:
+    """Build the first variant of every (task, setting) as a task before the model loads.
+
+    Building a task reads its metadata options, its data and its instruction, and draws its test
+    sample and demos: a bad value there (a test sample larger than the eval split, an option out
+    of range, a malformed data file) stops the sweep now instead of after the model load, and
+    ``--dry-run`` reports it too.
+    """
+    from ..task import InstructEvalTask
+
+    bases: dict[str, dict[str, Any]] = {}
+    seen: set[tuple[str, str]] = set()
+    for variant in plan:
+        if (variant.task, variant.setting) in seen:
+            continue
+        seen.add((variant.task, variant.setting))
+        base = bases.setdefault(variant.task, base_task_config(variant.task))
+        InstructEvalTask(config=variant_config(base, variant, profile, metadata[variant.name]))
 
 
 def _primary(result: dict[str, Any]) -> tuple[str, float | None]:
@@ -239,6 +284,7 @@ def run_sweep(
     dry_run: bool = False,
     progress: bool = True,
     echo: Callable[[str], None] | None = None,
+    lock_wait: float | None = None,
     executor: str = "local",
     workers: int | None = None,
     ray_address: str | None = None,
@@ -253,74 +299,125 @@ def run_sweep(
     ``shards``); shards of one command may run at once on one ``output``.
     """
     import datasets
-    from tqdm.auto import tqdm
 
     start = time.monotonic()
     echo = echo or (lambda line: print(line, file=sys.stderr))
-    runner = make_executor(executor, workers=workers, ray_address=ray_address, worker_resources=worker_resources, lm=lm)
-    part = ShardSpec.parse(shard)
+    # Every check that can fail on the user's input runs here, before the lock and the model load.
     prof = profile if isinstance(profile, Profile) else get_profile(profile)
     prof = prof.override(**(overrides or {}))
     bank = load_layered_bank(bank_dir)  # the shipped banks with bank_dir's directories on top
     task_names = resolve_names(tasks, list(TASK_SPECS), "task")
     method_names = resolve_names(methods, bank.methods(), "method")
     args_dict = parse_model_args(model_args)
-    label = model_label or model_label_from_args(model, args_dict)
+    runner = make_executor(executor, workers=workers, ray_address=ray_address, worker_resources=worker_resources, lm=lm)
+    part = ShardSpec.parse(shard)
+    if lm is None:
+        check_backend(model)
+    batch_size = check_batch_size(batch_size)
+    check_max_batch_size(max_batch_size)
+    label = check_folder_name(model_label, "--model-label") if model_label is not None else model_label_from_args(model, args_dict)
+    check_output(output, label)
+    data_dir = data_dir or os.environ.get(DATA_DIR_ENV) or None  # as the tasks would read it
     data_dir = str(Path(data_dir).expanduser().resolve()) if data_dir else None
     bank_dir = join_bank_dirs(bank_dir)  # resolved; several directories joined by os.pathsep
 
     plan = build_plan(task_names, method_names, prof, bank, model_label=label)
     model_meta = {k: args_dict[k] for k in MODEL_ARG_KEYS if k in args_dict}
+    run_fp = run_fingerprint(model, args_dict, task_names, data_dir)  # also: every data file exists
     metadata = {}
     for variant in plan:
         meta = variant.protocol_metadata(prof, bank_dir=bank_dir, data_dir=data_dir)
-        metadata[variant.name] = {**meta, **model_meta, "model_label": label}
+        metadata[variant.name] = {**meta, **model_meta, "model_label": label,
+                                  RUN_FINGERPRINT_KEY: for_task(run_fp, variant.task)}
+    datasets.disable_progress_bars()  # one sweep bar, not one "Map" bar per variant
+    preflight(plan, prof, metadata)
 
     store = SweepStore(output, label)
-    done = store.finished()
     planned = {name: meta["variant_fingerprint"] for name, meta in metadata.items()}
-    store.check_conflicts(planned, done)
-    mine = part.select(plan) if part else plan
-    pending = [v for v in mine if v.name not in done]
-    report = SweepReport(store.root, planned=len(mine), skipped=len(mine) - len(pending))
-    store.write_plan(
-        {
-            "plugin_version": __version__,
-            "model": model,
-            "model_args": args_dict,
-            "model_label": label,
-            "profile": prof.as_dict(),
-            "tasks": task_names,
-            "methods": method_names,
-            "data_dir": data_dir,
-            "bank_dir": bank_dir,
-            "instructions": sorted(
-                {(v.task, v.entry.method, v.entry.id, v.entry.sha, v.entry.text) for v in plan}
-            ),
-            "variants": [v.name for v in plan],
-        }
-    )
-    shown = f"shard {part} of the sweep: {len(mine)} of {len(plan)}" if part else f"sweep: {len(plan)}"
-    echo(f"{shown} variants planned, {report.skipped} already done, {len(pending)} to run -> {store.root}")
-    if dry_run or not pending:
+
+    mine = part.select(plan) if part else plan  # this shard's variants (all without --shard)
+    what = f"shard {part} of the sweep: {len(mine)} of {len(plan)}" if part else f"sweep: {len(plan)}"
+
+    def resume_state() -> list[Variant]:
+        """The variants still to run; refuses results of another model, data or protocol."""
+        store.check_run(run_fp)
+        done = store.finished()
+        store.check_conflicts(planned, done)
+        return [v for v in mine if v.name not in done]
+
+    if dry_run:  # reads the folder, writes nothing (no folder, no sweep.json, no lock file)
+        pending = resume_state()
+        report = SweepReport(store.root, planned=len(mine), skipped=len(mine) - len(pending))
+        echo(f"{what.replace('sweep', 'sweep (dry run)', 1)} variants planned, {report.skipped} already done, "
+             f"{len(pending)} to run -> {store.root}")
         report.seconds = time.monotonic() - start
         return report
 
-    spec = ModelSpec(model, model_args, label, batch_size=batch_size, max_batch_size=max_batch_size, device=device)
-    jobs = chunk_jobs(pending, metadata)
-    datasets.disable_progress_bars()  # one sweep bar, not one "Map" bar per variant
-    bar = tqdm(total=report.planned - report.skipped, unit="variant", desc="sweep", disable=not progress, file=sys.stderr)
+    store.create()
+    # Shards write one folder at once: each holds its own run lock (a shard started twice is
+    # refused) and claims chunks one by one (``shards``); every write takes the short store lock.
+    run_lock = RunLock(store.root, wait=lock_wait, echo=echo,
+                       **({"name": shard_lock_name(part.index, part.count)} if part else {}))
+    with run_lock:
+        with store.updating():
+            removed = store.clean_temp_files()
+            if removed:
+                echo(f"removed {len(removed)} temporary file(s) left by an interrupted write in {store.root}")
+            pending = resume_state()
+            store.write_plan(
+                {
+                    "plugin_version": __version__,
+                    "model": model,
+                    "model_args": args_dict,
+                    "model_label": label,
+                    RUN_FINGERPRINT_KEY: run_fp,
+                    "profile": prof.as_dict(),
+                    "tasks": task_names,
+                    "methods": method_names,
+                    "data_dir": data_dir,
+                    "bank_dir": bank_dir,
+                    "instructions": sorted(
+                        {(v.task, v.entry.method, v.entry.id, v.entry.sha, v.entry.text) for v in plan}
+                    ),
+                    "variants": [v.name for v in plan],
+                }
+            )
+        report = SweepReport(store.root, planned=len(mine), skipped=len(mine) - len(pending))
+        echo(f"{what} variants planned, {report.skipped} already done, {len(pending)} to run -> {store.root}")
+        if not pending:
+            report.seconds = time.monotonic() - start
+            return report
 
-    def save(job: ChunkJob, results: dict[str, Any], samples: dict[str, list[dict]], seconds: float) -> None:
-        """Write one evaluated chunk (the sweep's process is the only writer of the output)."""
+        spec = ModelSpec(model, model_args, label, batch_size=batch_size, max_batch_size=max_batch_size, device=device)
+        _evaluate_pending(runner, chunk_jobs(pending, metadata), spec, prof, store, report, planned=planned,
+                          log_samples=log_samples, progress=progress, echo=echo)
+    report.seconds = time.monotonic() - start
+    echo(f"sweep finished: {report.evaluated} variants evaluated in {report.seconds:.0f} s -> {store.root}")
+    return report
+
+
+def _evaluate_pending(runner: Any, jobs: list[ChunkJob], spec: ModelSpec, prof: Profile, store: SweepStore,
+                      report: SweepReport, *, planned: dict[str, str], log_samples: bool, progress: bool,
+                      echo: Callable[[str], None]) -> None:
+    """Evaluate and save the pending chunks with ``runner`` (an executor), with the progress bar and
+    Ctrl-C handling; this process alone writes the results (``save``)."""
+    from tqdm.auto import tqdm
+
+    # Redrawn on every variant (a variant takes seconds), not at tqdm's default 0.1 s rate limit.
+    bar = tqdm(total=sum(len(job.variants) for job in jobs), unit="variant", desc="sweep", disable=not progress,
+               file=sys.stderr, mininterval=0, miniters=1)
+    stop = StopRequests(lambda line: bar.write(line, file=sys.stderr))
+
+    def variant_done(variant: Variant, results: dict[str, Any], seconds: float) -> None:
+        metric, value = _primary(results["results"].get(variant.name, {}))
+        shown = "n/a" if value is None else f"{value:.3f}"
+        bar.write(f"done {variant.name}: {metric}={shown} ({seconds:.1f} s)", file=sys.stderr)
+        bar.update(1)
+
+    def save(job: ChunkJob, results: dict[str, Any], samples: dict[str, list[dict]]) -> None:
         stamp = _dt.datetime.now().strftime("%Y-%m-%dT%H-%M-%S.%f")
         report.result_files.append(store.write_chunk(job.key, results, samples, stamp))
         report.evaluated += len(job.variants)
-        for variant in job.variants:
-            metric, value = _primary(results["results"].get(variant.name, {}))
-            shown = "n/a" if value is None else f"{value:.3f}"
-            bar.write(f"done {variant.name}: {metric}={shown} ({seconds / len(job.variants):.1f} s)", file=sys.stderr)
-        bar.update(len(job.variants))
 
     def still_pending(job: ChunkJob) -> ChunkJob | None:
         """The job's variants not saved yet (another shard may have saved some); conflicts refused."""
@@ -329,13 +426,12 @@ def run_sweep(
         left = [v for v in job.variants if v.name not in saved]
         return None if not left else job if len(left) == len(job.variants) else chunk_jobs(left, job.metadata)[0]
 
-    stop = StopRequests(lambda line: bar.write(line, file=sys.stderr))
     queue = ClaimingQueue(jobs, store.root, still_pending=still_pending, stopping=lambda: stop.requested,
                           echo=lambda line: bar.write(line, file=sys.stderr))
     try:
         with stop:
-            runner.run(queue, spec=spec, profile=prof, log_samples=log_samples, save=save, stop=stop,
-                       echo=lambda line: bar.write(line, file=sys.stderr))
+            runner.run(queue, spec=spec, profile=prof, log_samples=log_samples, save=save, on_variant=variant_done,
+                       stop=stop, echo=lambda line: bar.write(line, file=sys.stderr))
             if stop.requested:
                 raise KeyboardInterrupt
     except KeyboardInterrupt:
@@ -344,8 +440,4 @@ def run_sweep(
              f"Run the same command again to resume.")
         raise
     bar.close()
-    report.skipped += queue.skipped  # saved by another process while this one ran
-    report.seconds = time.monotonic() - start
-    echo(f"sweep finished: {report.evaluated} variants evaluated in {report.seconds:.0f} s -> {store.root}")
-    return report
-
+    report.skipped += queue.skipped  # saved by another process (a shard) while this one ran

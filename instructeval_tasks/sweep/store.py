@@ -4,7 +4,8 @@ Layout: ``<output>/<model label>/``
 
 - ``sweep.json``: the plan (profile, tasks, instructions, variant names, model) of the last start;
 - per chunk (one task x instruction): ``samples_<variant>_<chunk>.jsonl`` for every variant, then
-  ``results_<chunk>.json`` -- a standard lm-eval results file holding the chunk's variants.
+  ``results_<chunk>.json`` -- a standard lm-eval results file holding the chunk's variants;
+- ``.instructeval.lock`` (+ ``.owner``) and ``.instructeval.store.lock``: the folder's locks (``lock``).
 
 Every file is written to a temporary name and renamed into place, and the results file is renamed
 last: it is the commit marker. A sweep killed at any point (Ctrl-C, ``kill -9``) leaves finished chunks
@@ -14,19 +15,29 @@ the unfinished chunk is recomputed, its stale sample files replaced.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import tempfile
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
+
+from filelock import FileLock
 
 from lm_eval.utils import handle_non_serializable, sanitize_list
 from instructeval_tasks.errors import UserError
 
+from .identity import RUN_FINGERPRINT_KEY, differing_fields
+from .lock import store_lock
+
 
 class SweepStoreError(UserError, RuntimeError):
     """The output folder holds something that conflicts with the planned sweep."""
+
+
+class OutputPathError(UserError, ValueError):
+    """A label, task name or id that would leave --output, or an --output that cannot be written."""
 
 
 def model_label_from_args(model: str, model_args: str | dict | None) -> str:
@@ -34,9 +45,54 @@ def model_label_from_args(model: str, model_args: str | dict | None) -> str:
     args = model_args or {}
     if isinstance(args, str):
         args = dict(part.split("=", 1) for part in args.split(",") if "=" in part)
-    pretrained = args.get("pretrained") or args.get("model") or model
-    label = str(pretrained).rstrip("/").split("/")[-1]
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", label) or model
+    pretrained = str(args.get("pretrained") or args.get("model") or model)
+    label = pretrained.rstrip("/").split("/")[-1]
+    if label in ("", ".", ".."):  # e.g. pretrained=models/.. names the folder it resolves to
+        label = Path(pretrained).expanduser().resolve().name
+    label = re.sub(r"[^A-Za-z0-9_.-]+", "-", label)
+    return model if label in ("", ".", "..") else label
+
+
+def check_folder_name(name: str, what: str) -> str:
+    """``name`` if it is one plain folder or file name (never a path that could leave its parent).
+
+    >>> check_folder_name("smollm2-bf16", "--model-label")
+    'smollm2-bf16'
+    """
+    if (not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name
+            or (os.altsep and os.altsep in name) or Path(name).is_absolute()):
+        raise OutputPathError(
+            f"{what} {name!r} is not a plain folder name: it must stay inside --output, so no '/', '\\', "
+            f"'..' or absolute path (e.g. --model-label smollm2-bf16)"
+        )
+    return name
+
+
+def check_output(output: Path | str, label: str) -> Path:
+    """The label folder ``<output>/<label>``, after checking that it can be a writable folder.
+
+    Reads only (``--dry-run`` writes nothing): a file where a folder must be, or an existing folder
+    the user may not write, is an error. A run also reports any OSError creating the folder.
+    """
+    out = Path(output).expanduser()
+    folder = out / check_folder_name(label, "--model-label")
+    for path in (folder, *folder.parents):
+        if path.exists():
+            if not path.is_dir():
+                where = "--output" if path == out else ("the label folder" if path == folder else "a parent of --output")
+                raise OutputPathError(f"--output {out}: {where} {path} is a file, not a folder; choose another --output")
+            if not os.access(path, os.W_OK | os.X_OK):
+                raise OutputPathError(f"--output {out}: {path} is not writable (permission denied); choose another --output")
+            break
+    return folder
+
+
+def _short(value: Any) -> str:
+    """A value for a one-line message: hashes by their first 12 digits, long values cut."""
+    if isinstance(value, str) and len(value) >= 32 and re.fullmatch(r"[0-9a-f]+", value):
+        return repr(value[:12] + "...")
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def harness_sample_row(sample: dict[str, Any]) -> dict[str, Any]:
@@ -50,6 +106,11 @@ def harness_sample_row(sample: dict[str, Any]) -> dict[str, Any]:
     row["filtered_resps"] = sanitize_list(sample.get("filtered_resps", []))
     row["target"] = str(sample.get("target"))
     return row
+
+
+# What ``atomic_write_text`` leaves when killed mid-write: mkstemp's ``.<name>.`` prefix and 8
+# characters of [a-z0-9_], for the names the sweep writes (results, samples, plan, lock owner).
+_TEMP_NAME = re.compile(r"^\.(?:results_.+\.json|samples_.+\.jsonl|sweep\.json|\.instructeval\.lock\.owner)\.[a-z0-9_]{8}$")
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -75,28 +136,107 @@ class SweepStore:
     """Reads and writes one model's sweep folder."""
 
     def __init__(self, output: Path | str, model_label: str) -> None:
-        self.root = Path(output).expanduser().resolve() / model_label
-        self.root.mkdir(parents=True, exist_ok=True)
+        # Nothing is created here: a dry run reads the folder and writes nothing.
+        self.output = Path(output).expanduser().resolve()
+        self.root = self.output / check_folder_name(model_label, "--model-label")
+        self._store_lock: FileLock | None = None
+
+    def create(self) -> None:
+        """Create the folder; an OSError (read-only place, no permission) becomes a one-line error."""
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise OutputPathError(f"--output {self.output}: cannot create {self.root} ({err.strerror}); choose another --output") from None
+
+    def inside(self, name: str) -> Path:
+        """``root / name``, refusing a name that would resolve outside the folder."""
+        path = self.root / check_folder_name(name, "a sweep file name")
+        if path.resolve().parent != self.root.resolve():
+            raise OutputPathError(f"{name!r} would be written outside {self.root}")
+        return path
+
+    def clean_temp_files(self) -> list[Path]:
+        """Remove the temporary files an interrupted ``atomic_write_text`` left in the folder.
+
+        Only names of our own pattern (``.<results/samples/sweep.json/owner file>.<8 mkstemp
+        characters>``), only directly in this folder; call it under the run lock, when no other
+        writer of the folder can be mid-write.
+        """
+        removed = []
+        if self.root.is_dir():
+            for path in sorted(self.root.iterdir()):
+                if _TEMP_NAME.match(path.name) and path.is_file() and not path.is_symlink():
+                    path.unlink()
+                    removed.append(path)
+        return removed
+
+    @contextlib.contextmanager
+    def updating(self) -> Iterator[None]:
+        """Hold the short store lock (``lock.STORE_LOCK``) around a read-check-write of the folder.
+
+        Re-entrant within one store object; the run lock (``lock.RunLock``) already excludes other
+        runs, so today this only matters for writers that share a folder (shards, see ``lock``).
+        """
+        self.create()
+        if self._store_lock is None:
+            self._store_lock = store_lock(self.root)
+        with self._store_lock:
+            yield
 
     def results_path(self, chunk: str) -> Path:
-        return self.root / f"results_{chunk}.json"
+        return self.inside(f"results_{chunk}.json")
 
-    def finished(self, chunk: str | None = None) -> dict[str, str]:
-        """``{variant name: fingerprint}`` of every variant in a readable results file (of ``chunk``'s
-        results files only, when given: a shard's claim re-reads one chunk)."""
-        done: dict[str, str] = {}
-        pattern = f"results_{chunk}__*.json" if chunk else "results_*.json"
-        for path in sorted(self.root.glob(pattern)):
+    def saved_variants(self, chunk: str | None = None) -> Iterable[tuple[Path, str, dict[str, Any]]]:
+        """``(results file, variant name, metadata)`` of every variant in a readable results file (of
+        ``chunk``'s results files only, when given: a claimed chunk is re-read alone, see ``shards``)."""
+        if not self.root.is_dir():
+            return
+        for path in sorted(self.root.glob(f"results_{chunk}__*.json" if chunk else "results_*.json")):
             try:
                 data = json.loads(path.read_text(encoding="utf-8"))
             except (json.JSONDecodeError, UnicodeDecodeError):
                 # Only a hand-edited or foreign file can be unreadable: writes are atomic.
                 continue
             for name, cfg in (data.get("configs") or {}).items():
-                fp = (cfg.get("metadata") or {}).get("variant_fingerprint")
-                if name in (data.get("results") or {}) and fp:
-                    done[name] = fp
+                if name in (data.get("results") or {}):
+                    yield path, name, (cfg.get("metadata") or {})
+
+    def finished(self, chunk: str | None = None) -> dict[str, str]:
+        """``{variant name: fingerprint}`` of every variant in a readable results file (of ``chunk``'s only)."""
+        done: dict[str, str] = {}
+        for _, name, meta in self.saved_variants(chunk):
+            fp = meta.get("variant_fingerprint")
+            if fp:
+                done[name] = fp
         return done
+
+    def check_run(self, run_fingerprint: dict[str, Any]) -> None:
+        """Refuse when any saved variant was computed by another model, backend, dtype, model_args,
+        data content or scoring version than ``run_fingerprint`` (``identity.run_fingerprint``).
+
+        Every saved result is checked, planned or not: one label folder holds one model's results.
+        Data fields are compared for the tasks both runs have.
+        """
+        for path, name, meta in self.saved_variants():
+            saved = meta.get(RUN_FINGERPRINT_KEY)
+            if not isinstance(saved, dict):
+                raise SweepStoreError(
+                    f"{self.root} holds results saved without a run fingerprint ({path.name}, from an older "
+                    f"version), so they cannot be checked against this model and data; use another --output "
+                    f"or --model-label, or delete {self.root} to recompute"
+                )
+            current = dict(run_fingerprint)
+            tasks = set((saved.get("data") or {})) & set(current.get("data") or {})
+            saved = {**saved, "data": {t: saved["data"][t] for t in tasks}}
+            current["data"] = {t: current["data"][t] for t in tasks}
+            diffs = differing_fields(saved, current)
+            if diffs:
+                shown = "; ".join(f"{field}: old {_short(old)} vs new {_short(new)}" for field, old, new in diffs[:3])
+                more = f" (+{len(diffs) - 3} more)" if len(diffs) > 3 else ""
+                raise SweepStoreError(
+                    f"{self.root} holds results of another model or data ({path.name}): {shown}{more}; "
+                    f"use another --output or --model-label for this run, or delete {self.root} to recompute"
+                )
 
     def check_conflicts(self, planned: dict[str, str], done: dict[str, str]) -> None:
         clashes = sorted(n for n, fp in planned.items() if n in done and done[n] != fp)
@@ -108,6 +248,10 @@ class SweepStore:
 
     def write_chunk(self, chunk: str, results: dict[str, Any], samples: dict[str, list[dict]], stamp: str) -> Path:
         """Write the chunk's sample files, then its results file (the commit marker)."""
+        with self.updating():
+            return self._write_chunk(chunk, results, samples, stamp)
+
+    def _write_chunk(self, chunk: str, results: dict[str, Any], samples: dict[str, list[dict]], stamp: str) -> Path:
         for variant in samples:
             for stale in self.root.glob(f"samples_{variant}_*.jsonl"):
                 stale.unlink()
@@ -116,13 +260,14 @@ class SweepStore:
                 json.dumps(harness_sample_row(row), default=handle_non_serializable, ensure_ascii=False) + "\n"
                 for row in sorted(rows, key=lambda r: r.get("doc_id", 0))
             )
-            atomic_write_text(self.root / f"samples_{variant}_{stamp}.jsonl", lines)
+            atomic_write_text(self.inside(f"samples_{variant}_{stamp}.jsonl"), lines)
         path = self.results_path(chunk)
         atomic_write_text(path, json.dumps(results, indent=2, default=handle_non_serializable, ensure_ascii=False))
         return path
 
     def write_plan(self, plan: dict[str, Any]) -> None:
-        atomic_write_text(self.root / "sweep.json", json.dumps(plan, indent=2, default=str, ensure_ascii=False))
+        with self.updating():
+            atomic_write_text(self.root / "sweep.json", json.dumps(plan, indent=2, default=str, ensure_ascii=False))
 
     def result_files(self) -> Iterable[Path]:
         return sorted(self.root.glob("results_*.json"))
