@@ -120,7 +120,9 @@ def main() -> int:
         print("skip: Ray is not installed (pip install 'instructeval-harness[ray]')")
         return 0
     bc.offline()
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    # Ray's memory monitor kills workers when the whole machine is nearly full: on a machine shared
+    # with other jobs it would kill ours for theirs, and retried chunks would blur the timings.
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "RAY_memory_monitor_refresh_ms": "0"}
     work = Path(args.keep or tempfile.mkdtemp(prefix="sweep_scaleout_"))
     work.mkdir(parents=True, exist_ok=True)
 

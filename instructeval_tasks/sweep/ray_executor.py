@@ -4,7 +4,8 @@ Each worker is a Ray actor (``ChunkWorker``) that loads the model once and evalu
 with ``runner.evaluate_job``, the step the local executor runs. The sweep's process (the Ray driver)
 hands out chunks, receives each chunk's (results, samples) and writes them through the
 ``SweepStore``: it stays the only writer of the output, so resuming works exactly as for a local
-sweep. A worker that dies (killed, out of memory, a lost node) has its chunk put back and evaluated
+sweep. A worker that dies (killed, out of memory -- Ray's memory monitor kills workers when the node
+runs low, see ``RAY_memory_usage_threshold`` -- a lost node) has its chunk put back and evaluated
 by another worker, and a fresh worker takes its place; a chunk whose worker dies
 ``MAX_ATTEMPTS`` times stops the sweep with an error, as does a worker that cannot load the model.
 An error raised by the evaluation itself (bad data, a bug) is not retried: it stops the sweep, as
@@ -109,6 +110,9 @@ class RayExecutor:
     name = "ray"
     MAX_ATTEMPTS = 3  # a chunk whose worker died this many times is not tried again
     POLL_SECONDS = 0.25  # how often the driver looks at a Ctrl-C while waiting for workers
+    # Ray gives a starting node a fixed 30 s to register; on a machine busy with other jobs that
+    # can pass, and a second start usually succeeds.
+    LOCAL_START_ATTEMPTS = 3
 
     def __init__(self, *, workers: int = 1, address: str | None = None, resources: dict[str, Any] | None = None) -> None:
         self.ray = import_ray()
@@ -142,7 +146,15 @@ class RayExecutor:
             # A local instance for this sweep; its workers inherit this process's environment.
             per_worker = self.options.get("num_cpus", 1)
             cpus = max(os.cpu_count() or 1, math.ceil(self.workers * per_worker))
-            ray.init(num_cpus=cpus, include_dashboard=False, **kwargs)
+            for attempt in range(1, self.LOCAL_START_ATTEMPTS + 1):
+                try:
+                    ray.init(num_cpus=cpus, include_dashboard=False, **kwargs)
+                    break
+                except Exception as err:  # Ray raises a bare Exception when its node misses a start-up deadline
+                    ray.shutdown()
+                    if "timed out during startup" not in str(err) or attempt == self.LOCAL_START_ATTEMPTS:
+                        raise
+                    log.warning("the local Ray instance did not start in time (a busy machine?); trying again")
         return True
 
     def run(self, queue: JobQueue, *, spec: "ModelSpec", profile: "Profile", log_samples: bool,
@@ -175,9 +187,12 @@ class RayExecutor:
                     actor, job = in_flight.pop(ref)
                     try:
                         results, samples, seconds = ray.get(ref)
-                    except ray.exceptions.RayActorError as err:
+                    except (ray.exceptions.RayActorError, ray.exceptions.OutOfMemoryError) as err:
+                        # Ray's memory monitor kills a worker when the node runs low on memory: a
+                        # death like any other (the chunk may fit beside fewer neighbours).
+                        ray.kill(actor)
                         actors.remove(actor)
-                        if err.actor_init_failed:
+                        if getattr(err, "actor_init_failed", False):
                             raise WorkerFailure(f"a Ray worker could not load the model: {err}") from None
                         attempts[job.key] = attempts.get(job.key, 0) + 1
                         if stop.requested:
@@ -189,7 +204,8 @@ class RayExecutor:
                                 f"chunk {job.key}: its Ray worker died {attempts[job.key]} time(s); "
                                 f"last error: {str(err).splitlines()[0] if str(err) else type(err).__name__}"
                             ) from None
-                        echo(f"ray: a worker died while evaluating {job.key}; the chunk goes to another worker")
+                        why = "out of memory" if isinstance(err, ray.exceptions.OutOfMemoryError) else "died"
+                        echo(f"ray: a worker {why} while evaluating {job.key}; the chunk goes to another worker")
                         queue.retry(job)
                         replacements_left -= 1
                         idle.append(start_worker())
