@@ -160,3 +160,17 @@ def _without_paths(csv_path: Path) -> list[dict]:
 
     with csv_path.open(newline="", encoding="utf-8") as handle:
         return [{k: v for k, v in row.items() if k not in ("file", "samples")} for row in csv.DictReader(handle)]
+
+
+def test_the_same_shard_started_twice_is_refused(tmp_path, tiny_model_dir, tiny_data_dir):
+    from instructeval_tasks.sweep.lock import OutputLocked, RunLock, shard_lock_name
+
+    common = dict(model="hf", model_args=f"pretrained={tiny_model_dir},dtype=float32", tasks=TASKS,
+                  methods="null", output=tmp_path, overrides={"test_sample": 2, "settings": ["zero_shot"]},
+                  data_dir=str(tiny_data_dir), device="cpu", progress=False)
+    label_dir = tmp_path / tiny_model_dir.name
+    with RunLock(label_dir, name=shard_lock_name(0, 2)):  # shard 0/2 is running elsewhere
+        with pytest.raises(OutputLocked, match=r"\.instructeval\.shard-0-of-2\.lock"):
+            run_sweep(**common, shard="0/2")
+        report = run_sweep(**common, shard="1/2")  # another shard of the same sweep runs beside it
+    assert (report.planned, report.evaluated) == (1, 1)
