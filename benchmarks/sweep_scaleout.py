@@ -4,11 +4,11 @@ Runs the same ``instructeval run`` command (the ``quick`` profile on two tasks b
 separate processes, each with one thread (``OMP_NUM_THREADS=1``; Ray gives each worker
 ``num_cpus=1``, hence one thread):
 
-(a) one process, the local executor (the reference);
-(b) ``--executor ray --workers 1`` and (c) ``--executor ray --workers 2``, each starting its own local
-    Ray instance (its start-up is part of the wall time; the time to start and stop Ray alone is
-    printed too);
-(d) ``--shard 0/2`` and ``--shard 1/2`` started at the same time on one ``--output``.
+(a) one process, the local executor (the reference, one worker);
+(b) ``--executor ray --workers 2``, starting its own local Ray instance (its start-up is part of the
+    wall time; the time to start and stop Ray alone is printed too), and with ``--ray-one-worker``
+    also ``--executor ray --workers 1`` (what Ray itself costs);
+(c) ``--shard 0/2`` and ``--shard 1/2`` started at the same time on one ``--output``.
 
 Prints each run's wall time and its ratio to (a), and whether every run wrote the same variants with
 the same scores and the same files byte for byte but for times (the ``date`` of results files and
@@ -47,6 +47,8 @@ def sweep_args(args, out: Path) -> list[str]:
         cmd += ["--test-sample", str(args.test_sample)]
     if args.instructions_per_method:
         cmd += ["--instructions-per-method", str(args.instructions_per_method)]
+    if args.settings:
+        cmd += ["--settings", args.settings]
     return cmd
 
 
@@ -107,6 +109,8 @@ def main() -> int:
     parser.add_argument("--test-sample", type=int, default=None, help="shrink the quick profile's 16 test items")
     parser.add_argument("--instructions-per-method", type=int, default=None,
                         help="shrink the quick profile's 2 instructions per method")
+    parser.add_argument("--settings", default=None, help="shrink the quick profile's settings, e.g. zero_shot,few_shot")
+    parser.add_argument("--ray-one-worker", action="store_true", help="also time --executor ray --workers 1")
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--keep", default=None, help="keep the sweep folders under this directory")
     args = parser.parse_args()
@@ -129,7 +133,7 @@ def main() -> int:
     runs: list[tuple[str, float, Path]] = []
     one = work / "one_process"
     runs.append(("1 process (local executor)", timed([sweep_args(args, one)], [work / "one.log"], env), one))
-    for n in (1, 2):
+    for n in (1, 2) if args.ray_one_worker else (2,):
         out = work / f"ray_{n}"
         cmd = sweep_args(args, out) + ["--executor", "ray", "--workers", str(n)]
         runs.append((f"Ray, {n} worker{'s' if n > 1 else ''}", timed([cmd], [work / f"ray_{n}.log"], env), out))
@@ -140,7 +144,8 @@ def main() -> int:
 
     reference_files, reference_scores = files(one), scores(one)
     shrunk = [f"--test-sample {args.test_sample}"] * bool(args.test_sample) + \
-             [f"--instructions-per-method {args.instructions_per_method}"] * bool(args.instructions_per_method)
+             [f"--instructions-per-method {args.instructions_per_method}"] * bool(args.instructions_per_method) + \
+             [f"--settings {args.settings}"] * bool(args.settings)
     print(f"sweep_scaleout: {Path(args.model_dir).name}, --model {args.model}, dtype={args.dtype}, tasks {args.tasks}, "
           f"methods {args.methods}, quick profile{' with ' + ' '.join(shrunk) if shrunk else ''}: "
           f"{len(reference_scores)} variants; one thread per process / Ray worker; {os.cpu_count()} CPUs "
