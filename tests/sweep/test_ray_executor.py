@@ -40,6 +40,13 @@ def ray_address():
     ray.shutdown()
 
 
+def _ours(proc) -> bool:
+    try:
+        return any(parent.pid == os.getpid() for parent in proc.parents())
+    except Exception:  # the process ended meanwhile
+        return False
+
+
 def _sweep(out: Path, tiny_model_dir: Path, tiny_data_dir: Path, **options):
     return run_sweep(model="hf", model_args=f"pretrained={tiny_model_dir},dtype=float32", tasks=TASKS,
                      methods="null,generic", output=out, profile="quick", overrides=OVERRIDES,
@@ -72,11 +79,12 @@ def test_a_killed_worker_has_its_chunk_retried_and_the_sweep_completes(single_pr
     killed: list[int] = []
 
     def kill_first_busy_worker() -> None:
-        # Ray titles an actor's process "ray::ChunkWorker.evaluate" while it evaluates a chunk.
+        # Ray titles an actor's process "ray::ChunkWorker.evaluate" while it evaluates a chunk; only
+        # workers of this test's Ray (started by this process) are candidates.
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and not killed:
             for proc in psutil.process_iter(["cmdline"]):
-                if "ray::ChunkWorker.evaluate" in " ".join(proc.info["cmdline"] or []):
+                if "ray::ChunkWorker.evaluate" in " ".join(proc.info["cmdline"] or []) and _ours(proc):
                     os.kill(proc.pid, signal.SIGKILL)
                     killed.append(proc.pid)
                     return
