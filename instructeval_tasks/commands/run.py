@@ -41,6 +41,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--wait-lock", dest="wait_lock", nargs="?", type=float, const=-1.0, default=None, metavar="SECONDS",
                         help="when another run holds <output>/<label>/.instructeval.lock, wait for it (up to SECONDS, "
                              "default without limit) instead of stopping at once")
+    scale = parser.add_argument_group("scaling out (see the README's 'Scaling out')")
+    scale.add_argument("--executor", choices=("local", "ray"), default="local",
+                       help="local: this process evaluates every chunk (default); ray: a pool of Ray workers, "
+                            "each with its own model (pip install 'instructeval-harness[ray]')")
+    scale.add_argument("--workers", type=int, default=None, help="number of Ray workers (with --executor ray; default 1)")
+    scale.add_argument("--ray-address", dest="ray_address", default=None,
+                       help="join this Ray cluster ('auto', 'ray://head:10001'); default: start a local one")
+    scale.add_argument("--worker-resources", dest="worker_resources", default=None,
+                       help='Ray resources of each worker as JSON, e.g. \'{"num_gpus": 1}\' (default {"num_cpus": 1})')
+    scale.add_argument("--shard", default=None, metavar="I/N",
+                       help="run only the I-th of N parts of the plan (I from 0, e.g. $SLURM_ARRAY_TASK_ID/4); "
+                            "shards of one command may write one --output at once")
     group = parser.add_argument_group("protocol overrides (default: the profile's value)")
     group.add_argument("--num-fewshot", dest="num_fewshot", type=int)
     group.add_argument("--selections", dest="n_selections", type=int, help="demo selections (few-shot and selectional std)")
@@ -88,6 +100,11 @@ def run(args: argparse.Namespace) -> int:
         log_samples=args.log_samples,
         dry_run=args.dry_run,
         lock_wait=args.wait_lock,
+        executor=args.executor,
+        workers=args.workers,
+        ray_address=args.ray_address,
+        worker_resources=args.worker_resources,
+        shard=args.shard,
     )
     print(f"{report.planned} planned, {report.skipped} skipped (done), {report.evaluated} evaluated: {report.output_dir}")
     return 0

@@ -1,10 +1,13 @@
-"""Evaluate a whole sweep for one model in one process with one model load.
+"""Evaluate a whole sweep for one model with one model load per process.
 
 ``run_sweep`` builds every variant of the plan as an in-memory ``InstructEvalTask`` and hands each
-to ``lm_eval.simple_evaluate`` with the already-loaded model, so any harness backend works. The
+to ``lm_eval.simple_evaluate`` with an already-loaded model, so any harness backend works. The
 variants of one chunk (task x instruction) are evaluated one harness call each -- the progress bar
 advances and each variant's time is measured per variant -- and saved together as one standard
-results file before the next chunk starts (see ``store``).
+results file before the chunk counts as done (see ``store``). An executor (``executors``) decides
+who evaluates the chunks: this process (``local``, the default) or a pool of Ray workers
+(``ray_executor``); either way this process alone writes the output. ``--shard I/N`` runs one of N
+parts of the plan (``shards``).
 
 Example:
     >>> report = run_sweep(model="hf", model_args="pretrained=models/smollm2-135m-instruct",
@@ -33,8 +36,10 @@ from ..specs import get_spec, resolve_task_names
 from .identity import RUN_FINGERPRINT_KEY, for_task, run_fingerprint
 from .plan import MODEL_ARG_KEYS, Variant, build_plan, fingerprint
 from .profiles import Profile, get_profile
+from .executors import make_executor
 from .interrupts import StopRequests
-from .lock import RunLock
+from .lock import RunLock, shard_lock_name
+from .shards import ClaimingQueue, ShardSpec
 from .store import SweepStore, check_folder_name, check_output, model_label_from_args
 from .validate import check_backend, check_batch_size, check_max_batch_size, parse_model_args, resolve_names
 
@@ -106,6 +111,50 @@ def load_model(model: str, model_args: str | dict | None, *, batch_size: int | s
     return cls.create_from_arg_string(model_args or "", extra)
 
 
+@dataclass(frozen=True)
+class ModelSpec:
+    """How to load the sweep's model: what a worker needs to create its own copy (picklable)."""
+
+    model: str
+    model_args: str | dict | None
+    label: str
+    batch_size: int | str = 8
+    max_batch_size: int | None = None
+    device: str | None = None
+
+    def resolved_device(self) -> str | None:
+        """The device the model loads on: the one asked for, else the machine's default (per worker)."""
+        return self.device or default_device(self.model)
+
+    def load(self):
+        return load_model(self.model, self.model_args, batch_size=self.batch_size,
+                          max_batch_size=self.max_batch_size, device=self.resolved_device())
+
+
+@dataclass
+class ChunkJob:
+    """The pending variants of one (task, instruction) chunk: one results file."""
+
+    key: str
+    variants: list[Variant]
+    metadata: dict[str, dict[str, Any]]
+
+    @property
+    def names(self) -> list[str]:
+        return [v.name for v in self.variants]
+
+
+def chunk_jobs(pending: list[Variant], metadata: dict[str, dict[str, Any]]) -> list[ChunkJob]:
+    """The pending variants grouped into chunks, in plan order."""
+    jobs = []
+    for chunk, group in groupby(pending, key=lambda v: v.chunk):
+        variants = list(group)
+        # One file per pending set: extending a sweep never overwrites earlier chunks' results.
+        key = f"{chunk}__{fingerprint({'variants': [v.name for v in variants]})[:8]}"
+        jobs.append(ChunkJob(key, variants, {v.name: metadata[v.name] for v in variants}))
+    return jobs
+
+
 # Keys of a harness results dict that map task names to values: a chunk's are the union of its variants'.
 _PER_TASK_KEYS = ("results", "group_subtasks", "configs", "versions", "n-shot", "higher_is_better", "n-samples",
                   "task_hashes")
@@ -166,6 +215,29 @@ def evaluate_chunk(
     return merge_results(parts), samples
 
 
+def evaluate_job(
+    lm: Any,
+    job: ChunkJob,
+    spec: ModelSpec,
+    profile: Profile,
+    bases: dict[str, dict[str, Any]],
+    *,
+    log_samples: bool,
+    on_variant: Callable[[Variant, dict[str, Any], float], None] | None = None,
+) -> tuple[dict[str, Any], dict[str, list[dict]]]:
+    """One chunk, ready to save: ``evaluate_chunk`` plus the run's model settings in ``config``.
+
+    The one step every executor runs (in the sweep's process or in a worker); the caller writes
+    the returned (results, samples) through the ``SweepStore``.
+    """
+    results, samples = evaluate_chunk(lm, job.variants, profile, job.metadata, bases, log_samples=log_samples,
+                                      on_variant=on_variant)
+    results["config"].update(model=spec.model, model_args=parse_model_args(spec.model_args),
+                             batch_size=spec.batch_size, device=spec.resolved_device())
+    results["model_name"] = spec.label
+    return results, samples
+
+
 def preflight(plan: list[Variant], profile: Profile, metadata: dict[str, dict[str, Any]]) -> None:
     """Build the first variant of every (task, setting) as a task before the model loads.
 
@@ -215,8 +287,19 @@ def run_sweep(
     progress: bool = True,
     echo: Callable[[str], None] | None = None,
     lock_wait: float | None = None,
+    executor: str = "local",
+    workers: int | None = None,
+    ray_address: str | None = None,
+    worker_resources: str | dict | None = None,
+    shard: str | ShardSpec | None = None,
 ) -> SweepReport:
-    """Run (or resume) a sweep; see the module docstring. Returns a ``SweepReport``."""
+    """Run (or resume) a sweep; see the module docstring. Returns a ``SweepReport``.
+
+    ``executor="ray"`` with ``workers=N`` evaluates the chunks on N Ray actors (see ``ray_executor``;
+    ``ray_address`` joins a cluster, ``worker_resources`` are each actor's Ray resources); the results
+    are those of the local executor. ``shard="I/N"`` runs the I-th of N parts of the plan (see
+    ``shards``); shards of one command may run at once on one ``output``.
+    """
     import datasets
 
     start = time.monotonic()
@@ -228,6 +311,8 @@ def run_sweep(
     task_names = resolve_task_names(tasks)  # the nine, ii_<task> ids, or the groups all / instructeval_ii
     method_names = resolve_names(methods, bank.methods(), "method")
     args_dict = parse_model_args(model_args)
+    runner = make_executor(executor, workers=workers, ray_address=ray_address, worker_resources=worker_resources, lm=lm)
+    part = ShardSpec.parse(shard)
     if lm is None:
         check_backend(model)
     batch_size = check_batch_size(batch_size)
@@ -257,12 +342,15 @@ def run_sweep(
     store = SweepStore(output, label)
     planned = {name: meta["variant_fingerprint"] for name, meta in metadata.items()}
 
+    mine = part.select(plan) if part else plan  # this shard's variants (all without --shard)
+    what = f"shard {part} of the sweep: {len(mine)} of {len(plan)}" if part else f"sweep: {len(plan)}"
+
     def resume_state() -> list[Variant]:
         """The variants still to run; refuses results of another model, data or protocol."""
         store.check_run(run_fp)
         done = store.finished()
         store.check_conflicts(planned, done)
-        return [v for v in plan if v.name not in done]
+        return [v for v in mine if v.name not in done]
 
     plan_record = {
         "plugin_version": __version__,
@@ -281,47 +369,48 @@ def run_sweep(
 
     if dry_run:  # reads the folder, writes nothing (no folder, no sweep.json, no lock file)
         pending = resume_state()
-        report = SweepReport(store.root, planned=len(plan), skipped=len(plan) - len(pending), plan=plan_record)
-        echo(f"sweep (dry run): {len(plan)} variants planned, {report.skipped} already done, "
+        report = SweepReport(store.root, planned=len(mine), skipped=len(mine) - len(pending), plan=plan_record)
+        echo(f"{what.replace('sweep', 'sweep (dry run)', 1)} variants planned, {report.skipped} already done, "
              f"{len(pending)} to run -> {store.root}")
         report.seconds = time.monotonic() - start
         return report
 
     store.create()
-    with RunLock(store.root, wait=lock_wait, echo=echo):
+    # Shards write one folder at once: each holds its own run lock (a shard started twice is
+    # refused) and claims chunks one by one (``shards``); every write takes the short store lock.
+    run_lock = RunLock(store.root, wait=lock_wait, echo=echo,
+                       **({"name": shard_lock_name(part.index, part.count)} if part else {}))
+    with run_lock:
         with store.updating():
             removed = store.clean_temp_files()
             if removed:
                 echo(f"removed {len(removed)} temporary file(s) left by an interrupted write in {store.root}")
             pending = resume_state()
             store.write_plan(plan_record)
-        report = SweepReport(store.root, planned=len(plan), skipped=len(plan) - len(pending), plan=plan_record)
-        echo(f"sweep: {len(plan)} variants planned, {report.skipped} already done, {len(pending)} to run -> {store.root}")
+        report = SweepReport(store.root, planned=len(mine), skipped=len(mine) - len(pending), plan=plan_record)
+        echo(f"{what} variants planned, {report.skipped} already done, {len(pending)} to run -> {store.root}")
         if not pending:
             report.seconds = time.monotonic() - start
             return report
 
-        if lm is None:
-            device = device or default_device(model)  # recorded in every results file's config
-            lm = load_model(model, model_args, batch_size=batch_size, max_batch_size=max_batch_size, device=device)
-        _evaluate_pending(lm, pending, prof, metadata, store, report, model=model, args_dict=args_dict, label=label,
-                          batch_size=batch_size, device=device, log_samples=log_samples, progress=progress, echo=echo)
+        spec = ModelSpec(model, model_args, label, batch_size=batch_size, max_batch_size=max_batch_size, device=device)
+        _evaluate_pending(runner, chunk_jobs(pending, metadata), spec, prof, store, report, planned=planned,
+                          log_samples=log_samples, progress=progress, echo=echo)
     report.seconds = time.monotonic() - start
     echo(f"sweep finished: {report.evaluated} variants evaluated in {report.seconds:.0f} s -> {store.root}")
     return report
 
 
-def _evaluate_pending(lm: Any, pending: list[Variant], prof: Profile, metadata: dict[str, dict[str, Any]],
-                      store: SweepStore, report: SweepReport, *, model: str, args_dict: dict[str, Any], label: str,
-                      batch_size: int | str, device: str | None, log_samples: bool, progress: bool,
+def _evaluate_pending(runner: Any, jobs: list[ChunkJob], spec: ModelSpec, prof: Profile, store: SweepStore,
+                      report: SweepReport, *, planned: dict[str, str], log_samples: bool, progress: bool,
                       echo: Callable[[str], None]) -> None:
-    """Evaluate and save the pending variants chunk by chunk, with the progress bar and Ctrl-C handling."""
+    """Evaluate and save the pending chunks with ``runner`` (an executor), with the progress bar and
+    Ctrl-C handling; this process alone writes the results (``save``)."""
     from tqdm.auto import tqdm
 
-    bases: dict[str, dict[str, Any]] = {}
     # Redrawn on every variant (a variant takes seconds), not at tqdm's default 0.1 s rate limit.
-    bar = tqdm(total=len(pending), unit="variant", desc="sweep", disable=not progress, file=sys.stderr,
-               mininterval=0, miniters=1)
+    bar = tqdm(total=sum(len(job.variants) for job in jobs), unit="variant", desc="sweep", disable=not progress,
+               file=sys.stderr, mininterval=0, miniters=1)
     stop = StopRequests(lambda line: bar.write(line, file=sys.stderr))
 
     def variant_done(variant: Variant, results: dict[str, Any], seconds: float) -> None:
@@ -330,26 +419,30 @@ def _evaluate_pending(lm: Any, pending: list[Variant], prof: Profile, metadata: 
         bar.write(f"done {variant.name}: {metric}={shown} ({seconds:.1f} s)", file=sys.stderr)
         bar.update(1)
 
+    def save(job: ChunkJob, results: dict[str, Any], samples: dict[str, list[dict]]) -> None:
+        stamp = _dt.datetime.now().strftime("%Y-%m-%dT%H-%M-%S.%f")
+        report.result_files.append(store.write_chunk(job.key, results, samples, stamp))
+        report.evaluated += len(job.variants)
+
+    def still_pending(job: ChunkJob) -> ChunkJob | None:
+        """The job's variants not saved yet (another shard may have saved some); conflicts refused."""
+        saved = store.finished(job.variants[0].chunk)
+        store.check_conflicts({name: planned[name] for name in job.names}, saved)
+        left = [v for v in job.variants if v.name not in saved]
+        return None if not left else job if len(left) == len(job.variants) else chunk_jobs(left, job.metadata)[0]
+
+    queue = ClaimingQueue(jobs, store.root, still_pending=still_pending, stopping=lambda: stop.requested,
+                          echo=lambda line: bar.write(line, file=sys.stderr))
     try:
         with stop:
-            for chunk, group in groupby(pending, key=lambda v: v.chunk):
-                variants = list(group)
-                results, samples = evaluate_chunk(lm, variants, prof, metadata, bases, log_samples=log_samples,
-                                                  on_variant=variant_done)
-                results["config"].update(model=model, model_args=args_dict, batch_size=batch_size, device=device)
-                results["model_name"] = label
-                stamp = _dt.datetime.now().strftime("%Y-%m-%dT%H-%M-%S.%f")
-                # One file per pending set: extending a sweep never overwrites earlier chunks' results.
-                chunk_key = f"{chunk}__{fingerprint({'variants': [v.name for v in variants]})[:8]}"
-                path = store.write_chunk(chunk_key, results, samples, stamp)
-                report.result_files.append(path)
-                report.evaluated += len(variants)
-                if stop.requested:
-                    raise KeyboardInterrupt
+            runner.run(queue, spec=spec, profile=prof, log_samples=log_samples, save=save, on_variant=variant_done,
+                       stop=stop, echo=lambda line: bar.write(line, file=sys.stderr))
+            if stop.requested:
+                raise KeyboardInterrupt
     except KeyboardInterrupt:
         bar.close()
         echo(f"interrupted after {report.evaluated} variants; finished chunks are saved in {store.root}. "
              f"Run the same command again to resume.")
         raise
     bar.close()
-
+    report.skipped += queue.skipped  # saved by another process (a shard) while this one ran

@@ -186,11 +186,12 @@ class SweepStore:
     def results_path(self, chunk: str) -> Path:
         return self.inside(f"results_{chunk}.json")
 
-    def saved_variants(self) -> Iterable[tuple[Path, str, dict[str, Any]]]:
-        """``(results file, variant name, metadata)`` of every variant in a readable results file."""
+    def saved_variants(self, chunk: str | None = None) -> Iterable[tuple[Path, str, dict[str, Any]]]:
+        """``(results file, variant name, metadata)`` of every variant in a readable results file (of
+        ``chunk``'s results files only, when given: a claimed chunk is re-read alone, see ``shards``)."""
         if not self.root.is_dir():
             return
-        for path in sorted(self.root.glob("results_*.json")):
+        for path in sorted(self.root.glob(f"results_{chunk}__*.json" if chunk else "results_*.json")):
             try:
                 data = json.loads(path.read_text(encoding="utf-8"))
             except (json.JSONDecodeError, UnicodeDecodeError):
@@ -200,10 +201,10 @@ class SweepStore:
                 if name in (data.get("results") or {}):
                     yield path, name, (cfg.get("metadata") or {})
 
-    def finished(self) -> dict[str, str]:
-        """``{variant name: fingerprint}`` of every variant in a readable results file."""
+    def finished(self, chunk: str | None = None) -> dict[str, str]:
+        """``{variant name: fingerprint}`` of every variant in a readable results file (of ``chunk``'s only)."""
         done: dict[str, str] = {}
-        for _, name, meta in self.saved_variants():
+        for _, name, meta in self.saved_variants(chunk):
             fp = meta.get("variant_fingerprint")
             if fp:
                 done[name] = fp

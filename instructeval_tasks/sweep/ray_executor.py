@@ -1,0 +1,232 @@
+"""``--executor ray``: a sweep's chunks evaluated by a pool of Ray actors, one model load per actor.
+
+Each worker is a Ray actor (``ChunkWorker``) that loads the model once and evaluates whole chunks
+with ``runner.evaluate_job``, the step the local executor runs. The sweep's process (the Ray driver)
+hands out chunks, receives each chunk's (results, samples) and writes them through the
+``SweepStore``: it stays the only writer of the output, so resuming works exactly as for a local
+sweep. A worker that dies (killed, out of memory -- Ray's memory monitor kills workers when the node
+runs low, see ``RAY_memory_usage_threshold`` -- a lost node) has its chunk put back and evaluated
+by another worker, and a fresh worker takes its place; a chunk whose worker dies
+``MAX_ATTEMPTS`` times stops the sweep with an error, as does a worker that cannot load the model.
+An error raised by the evaluation itself (bad data, a bug) is not retried: it stops the sweep, as
+in a local run. Ctrl-C: the first press stops handing out chunks, saves those in progress and stops;
+the second stops at once (the workers are killed).
+
+Without ``--ray-address`` a local Ray instance is started for the sweep (and stopped at the end),
+with at least as many CPUs as the workers ask for; ``--ray-address auto`` joins the cluster of this
+node, ``--ray-address ray://head:10001`` a remote one. Each worker reserves ``num_cpus=1`` unless
+``--worker-resources`` says otherwise (``{"num_gpus": 1}``, ``{"num_cpus": 4}``); Ray sets the
+worker's thread count (``OMP_NUM_THREADS``) to its ``num_cpus``.
+
+Example:
+    >>> RayExecutor.actor_options({"num_gpus": 1})["num_cpus"]   # doctest: +SKIP
+    1
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+from typing import TYPE_CHECKING, Any, Callable
+
+from ..errors import UserError
+from .executors import ExecutorOptionError, JobQueue, SaveChunk, VariantDone
+
+if TYPE_CHECKING:
+    from .interrupts import StopRequests
+    from .profiles import Profile
+    from .runner import ChunkJob, ModelSpec
+
+log = logging.getLogger(__name__)
+
+INSTALL_HINT = "pip install 'instructeval-harness[ray]'"
+# Environment variables a worker needs as the driver has them (offline switches, data folder, caches).
+FORWARDED_ENV_PREFIXES = ("HF_", "TRANSFORMERS_", "INSTRUCTEVAL_")
+
+
+class WorkerFailure(RuntimeError):
+    """The Ray workers could not finish a chunk (model load failed, or a chunk kept killing workers)."""
+
+
+def import_ray():
+    try:
+        import ray
+    except ImportError:
+        raise ExecutorOptionError(f"--executor ray needs Ray, which is not installed: {INSTALL_HINT}") from None
+    return ray
+
+
+def json_leaves(value: Any) -> Any:
+    """``value`` with every leaf that JSON cannot encode replaced by what the store writes for it.
+
+    A chunk's results hold objects that cannot be pickled back to the driver (the task config's
+    template callables); the store writes such a leaf as ``handle_non_serializable(leaf)`` (its
+    ``str``), so replacing it here first leaves the written files byte for byte the same. Tuples
+    stay tuples (the sample rows' ``str(target)`` sees them).
+
+        >>> json_leaves({"a": (1, {2}), "b": [None, 1.5, object]})
+        {'a': (1, [2]), 'b': [None, 1.5, "<class 'object'>"]}
+    """
+    if isinstance(value, dict):
+        return {key: json_leaves(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        items = [json_leaves(item) for item in value]
+        return tuple(items) if isinstance(value, tuple) else items
+    if value is None or isinstance(value, (str, int, float)):
+        return value
+    from lm_eval.utils import handle_non_serializable
+
+    return json_leaves(handle_non_serializable(value))
+
+
+class ChunkWorker:
+    """A Ray actor: the model, loaded once, and the task bases it has built (one per task)."""
+
+    def __init__(self, spec: "ModelSpec", profile: "Profile", log_samples: bool) -> None:
+        import datasets
+
+        datasets.disable_progress_bars()
+        self.spec, self.profile, self.log_samples = spec, profile, log_samples
+        self.lm = spec.load()
+        self.bases: dict[str, dict[str, Any]] = {}
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def evaluate(self, job: "ChunkJob") -> tuple[dict, dict, list[tuple[str, float]]]:
+        """(results, samples, [(variant name, seconds)]) of the chunk; the times are each variant's own."""
+        from .runner import evaluate_job
+
+        seconds: list[tuple[str, float]] = []
+        results, samples = evaluate_job(self.lm, job, self.spec, self.profile, self.bases, log_samples=self.log_samples,
+                                        on_variant=lambda variant, _, took: seconds.append((variant.name, took)))
+        return json_leaves(results), json_leaves(samples), seconds
+
+
+class RayExecutor:
+    """A pool of ``workers`` ``ChunkWorker`` actors fed chunk by chunk from the sweep's process."""
+
+    name = "ray"
+    MAX_ATTEMPTS = 3  # a chunk whose worker died this many times is not tried again
+    POLL_SECONDS = 0.25  # how often the driver looks at a Ctrl-C while waiting for workers
+    # Ray gives a starting node a fixed 30 s to register; on a machine busy with other jobs that
+    # can pass, and a second start usually succeeds.
+    LOCAL_START_ATTEMPTS = 3
+
+    def __init__(self, *, workers: int = 1, address: str | None = None, resources: dict[str, Any] | None = None) -> None:
+        self.ray = import_ray()
+        self.workers = workers
+        self.address = address
+        self.options = self.actor_options(resources or {})
+
+    @staticmethod
+    def actor_options(resources: dict[str, Any]) -> dict[str, Any]:
+        """Ray actor options of one worker: its resources, and no restarts by Ray (the driver retries)."""
+        options = dict(resources)
+        options.setdefault("num_cpus", 1)
+        options.update(max_restarts=0, max_task_retries=0)
+        return options
+
+    def _connect(self) -> bool:
+        """Join or start Ray; True when this sweep started it (and so stops it)."""
+        ray = self.ray
+        if ray.is_initialized():
+            return False
+        env = {k: v for k, v in os.environ.items() if k.startswith(FORWARDED_ENV_PREFIXES)}
+        kwargs: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": False}
+        if self.address:
+            # Workers on other machines do not inherit this environment.
+            kwargs["runtime_env"] = {"env_vars": env} if env else None
+            try:
+                ray.init(address=self.address, **kwargs)
+            except (ConnectionError, ValueError, RuntimeError) as err:
+                raise UserError(f"--ray-address {self.address}: cannot join the Ray cluster ({err})") from None
+        else:
+            # A local instance for this sweep; its workers inherit this process's environment.
+            per_worker = self.options.get("num_cpus", 1)
+            cpus = max(os.cpu_count() or 1, math.ceil(self.workers * per_worker))
+            for attempt in range(1, self.LOCAL_START_ATTEMPTS + 1):
+                try:
+                    ray.init(num_cpus=cpus, include_dashboard=False, **kwargs)
+                    break
+                except Exception as err:  # Ray raises a bare Exception when its node misses a start-up deadline
+                    ray.shutdown()
+                    if "timed out during startup" not in str(err) or attempt == self.LOCAL_START_ATTEMPTS:
+                        raise
+                    log.warning("the local Ray instance did not start in time (a busy machine?); trying again")
+        return True
+
+    def run(self, queue: JobQueue, *, spec: "ModelSpec", profile: "Profile", log_samples: bool,
+            save: SaveChunk, on_variant: VariantDone, stop: "StopRequests", echo: Callable[[str], None]) -> None:
+        ray = self.ray
+        started_here = self._connect()
+        remote_worker = ray.remote(ChunkWorker).options(**self.options)
+        actors: list[Any] = []
+        in_flight: dict[Any, tuple[Any, ChunkJob]] = {}  # object ref -> (actor, chunk)
+        attempts: dict[str, int] = {}
+        replacements_left = self.MAX_ATTEMPTS * self.workers
+
+        def start_worker() -> Any:
+            actor = remote_worker.remote(spec, profile, log_samples)
+            actors.append(actor)
+            return actor
+
+        idle = [start_worker() for _ in range(min(self.workers, len(queue)))]
+        echo(f"ray: {len(idle)} worker(s) on {ray.get_runtime_context().gcs_address}, "
+             f"each {', '.join(f'{k}={v}' for k, v in self.options.items() if k not in ('max_restarts', 'max_task_retries'))}")
+        try:
+            while True:
+                while idle and not stop.requested and (job := queue.take()) is not None:
+                    actor = idle.pop()
+                    in_flight[actor.evaluate.remote(job)] = (actor, job)
+                if not in_flight:
+                    break
+                ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=self.POLL_SECONDS)
+                for ref in ready:
+                    actor, job = in_flight.pop(ref)
+                    try:
+                        results, samples, seconds = ray.get(ref)
+                    except (ray.exceptions.RayActorError, ray.exceptions.OutOfMemoryError) as err:
+                        # Ray's memory monitor kills a worker when the node runs low on memory: a
+                        # death like any other (the chunk may fit beside fewer neighbours).
+                        ray.kill(actor)
+                        actors.remove(actor)
+                        if getattr(err, "actor_init_failed", False):
+                            raise WorkerFailure(f"a Ray worker could not load the model: {err}") from None
+                        attempts[job.key] = attempts.get(job.key, 0) + 1
+                        if stop.requested:
+                            queue.release(job)  # not retried: the sweep is stopping; a re-run does it
+                            continue
+                        if attempts[job.key] >= self.MAX_ATTEMPTS or replacements_left == 0:
+                            queue.release(job)
+                            raise WorkerFailure(
+                                f"chunk {job.key}: its Ray worker died {attempts[job.key]} time(s); "
+                                f"last error: {str(err).splitlines()[0] if str(err) else type(err).__name__}"
+                            ) from None
+                        why = "out of memory" if isinstance(err, ray.exceptions.OutOfMemoryError) else "died"
+                        echo(f"ray: a worker {why} while evaluating {job.key}; the chunk goes to another worker")
+                        queue.retry(job)
+                        replacements_left -= 1
+                        idle.append(start_worker())
+                        continue
+                    except BaseException:
+                        queue.release(job)
+                        raise
+                    try:
+                        by_name = {v.name: v for v in job.variants}
+                        for name, took in seconds:  # the bar advances when the chunk comes back
+                            on_variant(by_name[name], results, took)
+                        save(job, results, samples)
+                    finally:
+                        queue.release(job)
+                    idle.append(actor)
+            if stop.requested:
+                raise KeyboardInterrupt
+        finally:
+            for _, job in in_flight.values():
+                queue.release(job)
+            for actor in actors:
+                ray.kill(actor)
+            if started_here:
+                ray.shutdown()

@@ -1,0 +1,143 @@
+"""``--executor ray``: a sweep on Ray workers writes what the single-process sweep writes.
+
+One local Ray instance serves the whole module (starting one takes several seconds); the sweeps
+join it (``run_sweep`` reuses an initialised Ray), and the CLI test joins it by its address.
+Skipped when Ray is not installed (``pip install 'instructeval-harness[ray]'``).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+ray = pytest.importorskip("ray")
+
+from instructeval_tasks.sweep import run_sweep  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+OVERRIDES = {"instructions_per_method": 1, "test_sample": 4}
+TASKS = "agnews,nq_open"  # a multiple-choice and a generation task; 4 chunks, 28 variants
+
+
+@pytest.fixture(scope="module")
+def ray_address():
+    """One local Ray instance for the module: two CPUs, one per worker."""
+    if ray.is_initialized():
+        ray.shutdown()
+    # On a machine shared with other jobs, Ray's memory monitor (which kills workers when the whole
+    # node is nearly full) would kill these tiny workers for the others' memory; the test that
+    # kills a worker does it itself.
+    os.environ.setdefault("RAY_memory_monitor_refresh_ms", "0")
+    info = ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield info.address_info["gcs_address"]
+    ray.shutdown()
+
+
+def _ours(proc) -> bool:
+    try:
+        return any(parent.pid == os.getpid() for parent in proc.parents())
+    except Exception:  # the process ended meanwhile
+        return False
+
+
+def _sweep(out: Path, tiny_model_dir: Path, tiny_data_dir: Path, **options):
+    return run_sweep(model="hf", model_args=f"pretrained={tiny_model_dir},dtype=float32", tasks=TASKS,
+                     methods="null,generic", output=out, profile="quick", overrides=OVERRIDES,
+                     data_dir=str(tiny_data_dir), device="cpu", progress=False, **options)
+
+
+@pytest.fixture(scope="module")
+def single_process(tmp_path_factory, tiny_model_dir, tiny_data_dir):
+    """The reference: the same sweep with the local executor, in this process."""
+    out = tmp_path_factory.mktemp("local")
+    report = _sweep(out, tiny_model_dir, tiny_data_dir)
+    assert report.evaluated == 28
+    return out
+
+
+def test_two_ray_workers_write_the_single_process_files(single_process, ray_address, tmp_path, tiny_model_dir,
+                                                        tiny_data_dir, same_sweep, capsys):
+    report = _sweep(tmp_path, tiny_model_dir, tiny_data_dir, executor="ray", workers=2)
+    assert (report.planned, report.evaluated) == (28, 28)
+    assert "ray: 2 worker(s)" in capsys.readouterr().err
+    same_sweep(single_process, tmp_path)
+    assert ray.is_initialized()  # a Ray it did not start is left running
+
+
+def test_a_killed_worker_has_its_chunk_retried_and_the_sweep_completes(single_process, ray_address, tmp_path,
+                                                                        tiny_model_dir, tiny_data_dir, capsys,
+                                                                        same_sweep):
+    import psutil
+
+    killed: list[int] = []
+
+    def kill_first_busy_worker() -> None:
+        # Ray titles an actor's process "ray::ChunkWorker.evaluate" while it evaluates a chunk; only
+        # workers of this test's Ray (started by this process) are candidates.
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and not killed:
+            for proc in psutil.process_iter(["cmdline"]):
+                if "ray::ChunkWorker.evaluate" in " ".join(proc.info["cmdline"] or []) and _ours(proc):
+                    os.kill(proc.pid, signal.SIGKILL)
+                    killed.append(proc.pid)
+                    return
+            time.sleep(0.01)
+
+    killer = threading.Thread(target=kill_first_busy_worker, daemon=True)
+    killer.start()
+    report = _sweep(tmp_path, tiny_model_dir, tiny_data_dir, executor="ray", workers=2, echo=print)
+    killer.join(timeout=5)
+    assert killed, "no worker was seen evaluating a chunk"
+    captured = capsys.readouterr()
+    assert "ray: a worker died while evaluating" in captured.err
+    assert report.evaluated == 28
+    same_sweep(single_process, tmp_path)
+
+
+def test_cli_ctrl_c_saves_the_chunks_in_progress_and_the_rerun_resumes(single_process, ray_address, tmp_path,
+                                                                        tiny_model_dir, tiny_data_dir, same_sweep):
+    out = tmp_path / "out"
+    args = [sys.executable, "-m", "instructeval_tasks.cli", "run", "--model", "hf",
+            "--model_args", f"pretrained={tiny_model_dir},dtype=float32", "--tasks", TASKS,
+            "--methods", "null,generic", "--profile", "quick", "--instructions-per-method", "1",
+            "--test-sample", "4", "--data-dir", str(tiny_data_dir), "--output", str(out), "--device", "cpu",
+            "--executor", "ray", "--workers", "2", "--ray-address", ray_address]
+    log = tmp_path / "first.log"
+    with log.open("w") as sink:
+        proc = subprocess.Popen(args, cwd=REPO, stdout=sink, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and proc.poll() is None:
+            if list(out.rglob("results_*.json")):
+                proc.send_signal(signal.SIGINT)
+                break
+            time.sleep(0.02)
+        code = proc.wait(timeout=300)
+    output = log.read_text()
+    assert code == 130, output[-3000:]
+    assert "Run the same command again to resume" in output
+    partial = len(list(out.rglob("results_*.json")))
+    assert 0 < partial < 4
+
+    with (tmp_path / "second.log").open("w") as sink:
+        code = subprocess.run(args, cwd=REPO, stdout=sink, stderr=subprocess.STDOUT, timeout=600).returncode
+    output = (tmp_path / "second.log").read_text()
+    assert code == 0, output[-3000:]
+    assert "0 evaluated" not in output and "skipped (done)" in output
+    same_sweep(single_process, out)
+
+
+def test_a_worker_that_cannot_load_the_model_stops_the_sweep(ray_address, tmp_path, tiny_data_dir, files_of):
+    from instructeval_tasks.sweep.ray_executor import WorkerFailure
+
+    with pytest.raises(WorkerFailure, match="could not load the model"):
+        run_sweep(model="hf", model_args=f"pretrained={tmp_path / 'no-model'}", tasks="agnews", methods="null",
+                  output=tmp_path / "out", overrides={"test_sample": 2, "settings": ["zero_shot"]},
+                  data_dir=str(tiny_data_dir), device="cpu", progress=False, executor="ray", workers=1)
+    assert set(files_of(tmp_path / "out")) == {"no-model/sweep.json"}

@@ -1,0 +1,176 @@
+"""``--shard I/N``: disjoint parts of one sweep, written by processes running at once into one output."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from filelock import FileLock, Timeout
+
+from instructeval_banks import load_bank
+from instructeval_tasks.cli import main as cli_main
+from instructeval_tasks.sweep import build_plan, get_profile, run_sweep
+from instructeval_tasks.sweep.runner import chunk_jobs
+from instructeval_tasks.sweep.shards import CLAIMS_DIR, ClaimingQueue, ShardOptionError, ShardSpec
+
+REPO = Path(__file__).resolve().parents[2]
+TASKS = "agnews,nq_open"  # 4 chunks (null + 1 generic instruction per task), 28 variants
+
+
+def test_shard_values_are_checked():
+    assert ShardSpec.parse("0/1") == ShardSpec(0, 1) and str(ShardSpec.parse(" 3 / 4 ")) == "3/4"
+    for bad, message in (("2", "write I/N"), ("-1/2", "write I/N"), ("1/0", "at least 1"), ("2/2", "0..1")):
+        with pytest.raises(ShardOptionError, match=message):
+            ShardSpec.parse(bad)
+
+
+def test_cli_shard_error_is_one_line(capsys, tmp_path):
+    code = cli_main(["run", "--model", "hf", "--tasks", "agnews", "--output", str(tmp_path), "--shard", "4/4",
+                     "--dry-run"])
+    err = capsys.readouterr().err
+    assert code == 2 and err == "instructeval: error: --shard 4/4: the index must be 0..3 (shards are numbered from 0)\n"
+
+
+def test_shards_deal_chunks_round_robin_and_cover_the_plan_once():
+    plan = build_plan(["agnews", "nq_open", "boolq"], ["null", "generic"], get_profile("quick"), load_bank())
+    chunks = list(dict.fromkeys(v.chunk for v in plan))
+    assert len(chunks) == 9
+    parts = [ShardSpec(i, 4).select(plan) for i in range(4)]
+    for i, part in enumerate(parts):
+        assert list(dict.fromkeys(v.chunk for v in part)) == chunks[i::4]
+        assert part == [v for v in plan if v.chunk in chunks[i::4]]  # whole chunks, plan order
+    assert sorted(v.name for part in parts for v in part) == sorted(v.name for v in plan)
+    assert ShardSpec(0, 1).select(plan) == plan
+
+
+def _jobs():
+    profile = get_profile("quick").override(instructions_per_method=1)
+    plan = build_plan(["agnews"], ["null", "generic"], profile, load_bank())
+    return chunk_jobs(plan, {v.name: {} for v in plan})
+
+
+class OtherProcess:
+    """Holds a chunk's claim from another thread (a lock's owner thread must also release it)."""
+
+    def __init__(self, root: Path, job, then=lambda: None, hold_seconds: float = 0.3) -> None:
+        (root / CLAIMS_DIR).mkdir(exist_ok=True)
+        self.lock = FileLock(str(root / CLAIMS_DIR / f"{job.variants[0].chunk}.lock"))
+        self.held = threading.Event()
+        self.thread = threading.Thread(target=self._hold, args=(then, hold_seconds))
+        self.thread.start()
+        assert self.held.wait(10)
+
+    def _hold(self, then, hold_seconds: float) -> None:
+        with self.lock:
+            self.held.set()
+            time.sleep(hold_seconds)
+            then()
+
+
+def test_a_chunk_claimed_elsewhere_is_taken_last_and_skipped_once_saved(tmp_path):
+    first, second = _jobs()
+    saved: set[str] = set()
+    queue = ClaimingQueue([first, second], tmp_path, still_pending=lambda job: None if job.key in saved else job)
+    other = OtherProcess(tmp_path, first, then=lambda: saved.add(first.key), hold_seconds=1.0)
+
+    assert queue.take() is second  # the first chunk is being evaluated elsewhere
+    queue.release(second)
+    assert queue.take() is None  # waited for the claim, found the chunk saved
+    assert queue.skipped == len(first.variants)
+    other.thread.join()
+
+
+def test_a_chunk_whose_claimant_died_is_evaluated_here(tmp_path):
+    first, _ = _jobs()
+    queue = ClaimingQueue([first], tmp_path, still_pending=lambda job: job)
+    other = OtherProcess(tmp_path, first)  # releases without saving: its holder died
+    assert queue.take() is first and queue.skipped == 0
+    other.thread.join()
+    rival = FileLock(str(tmp_path / CLAIMS_DIR / f"{first.variants[0].chunk}.lock"))
+    with pytest.raises(Timeout):  # the queue holds the claim until the chunk is released
+        rival.acquire(timeout=0)
+    queue.release(first)
+    rival.acquire(timeout=0)
+    rival.release()
+
+
+@pytest.fixture(scope="module")
+def single_process(tmp_path_factory, tiny_model_dir, tiny_data_dir):
+    out = tmp_path_factory.mktemp("one")
+    report = run_sweep(model="hf", model_args=f"pretrained={tiny_model_dir},dtype=float32", tasks=TASKS,
+                       methods="null,generic", output=out, profile="quick",
+                       overrides={"instructions_per_method": 1, "test_sample": 4}, data_dir=str(tiny_data_dir),
+                       device="cpu", progress=False)
+    assert report.evaluated == 28
+    return out
+
+
+def test_two_shards_at_once_write_the_single_run(single_process, tmp_path, tiny_model_dir, tiny_data_dir, same_sweep):
+    out = tmp_path / "out"
+    base = [sys.executable, "-m", "instructeval_tasks.cli", "run", "--model", "hf",
+            "--model_args", f"pretrained={tiny_model_dir},dtype=float32", "--tasks", TASKS,
+            "--methods", "null,generic", "--profile", "quick", "--instructions-per-method", "1",
+            "--test-sample", "4", "--data-dir", str(tiny_data_dir), "--output", str(out), "--device", "cpu"]
+    logs = [tmp_path / f"shard{i}.log" for i in range(2)]
+    sinks = [log.open("w") for log in logs]
+    procs = [subprocess.Popen(base + ["--shard", f"{i}/2"], cwd=REPO, stdout=sink, stderr=subprocess.STDOUT)
+             for i, sink in enumerate(sinks)]
+    codes = [proc.wait(timeout=600) for proc in procs]
+    for sink in sinks:
+        sink.close()
+    outputs = [log.read_text() for log in logs]
+    assert codes == [0, 0], "\n".join(o[-2000:] for o in outputs)
+    for i, output in enumerate(outputs):
+        assert f"shard {i}/2 of the sweep: 14 of 28 variants planned" in output
+        assert "14 planned, 0 skipped (done), 14 evaluated" in output
+    same_sweep(single_process, out)  # the union, byte for byte but times; one file per variant and chunk
+
+    # The union is one complete sweep to the aggregation and to a re-run.
+    report = run_sweep(model="hf", model_args=f"pretrained={tiny_model_dir},dtype=float32", tasks=TASKS,
+                       methods="null,generic", output=out, profile="quick",
+                       overrides={"instructions_per_method": 1, "test_sample": 4}, data_dir=str(tiny_data_dir),
+                       device="cpu", progress=False, dry_run=True)
+    assert (report.planned, report.skipped) == (28, 28)
+
+
+def test_aggregate_reads_the_union_of_the_shards(single_process, tmp_path, tiny_model_dir, tiny_data_dir):
+    out = tmp_path / "out"
+    common = dict(model="hf", model_args=f"pretrained={tiny_model_dir},dtype=float32", tasks=TASKS,
+                  methods="null,generic", output=out, profile="quick",
+                  overrides={"instructions_per_method": 1, "test_sample": 4}, data_dir=str(tiny_data_dir),
+                  device="cpu", progress=False)
+    for i in range(3):
+        run_sweep(**common, shard=f"{i}/3")
+    tables = {}
+    for name, folder in (("one", single_process), ("shards", out)):
+        report = tmp_path / f"report_{name}"
+        assert cli_main(["aggregate", str(folder), "--out", str(report), "--no-plots", "--bootstrap", "50"]) == 0
+        tables[name] = {p.relative_to(report).as_posix(): _without_paths(p) for p in sorted(report.rglob("*.csv"))}
+    assert len(tables["one"]) > 3 and tables["shards"] == tables["one"]
+
+
+def _without_paths(csv_path: Path) -> list[dict]:
+    """A report table's rows, less the columns naming input files (their folders differ here)."""
+    import csv
+
+    with csv_path.open(newline="", encoding="utf-8") as handle:
+        return [{k: v for k, v in row.items() if k not in ("file", "samples")} for row in csv.DictReader(handle)]
+
+
+def test_the_same_shard_started_twice_is_refused(tmp_path, tiny_model_dir, tiny_data_dir):
+    from instructeval_tasks.sweep.lock import OutputLocked, RunLock, shard_lock_name
+
+    common = dict(model="hf", model_args=f"pretrained={tiny_model_dir},dtype=float32", tasks=TASKS,
+                  methods="null", output=tmp_path, overrides={"test_sample": 2, "settings": ["zero_shot"]},
+                  data_dir=str(tiny_data_dir), device="cpu", progress=False)
+    label_dir = tmp_path / tiny_model_dir.name
+    with RunLock(label_dir, name=shard_lock_name(0, 2)):  # shard 0/2 is running elsewhere
+        with pytest.raises(OutputLocked, match=r"\.instructeval\.shard-0-of-2\.lock"):
+            run_sweep(**common, shard="0/2")
+        report = run_sweep(**common, shard="1/2")  # another shard of the same sweep runs beside it
+    assert (report.planned, report.evaluated) == (1, 1)
