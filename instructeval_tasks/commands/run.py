@@ -38,6 +38,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--device", default=None, help="device for local backends, e.g. cpu or cuda:0")
     parser.add_argument("--no-log-samples", dest="log_samples", action="store_false", help="skip per-sample logs (CIs need them)")
     parser.add_argument("--dry-run", action="store_true", help="print the plan size and exit")
+    parser.add_argument("--leaderboard-tasks", dest="leaderboard_tasks", nargs="?", const="", default=None, metavar="TASK[:NSHOT],...",
+                        help="also run each task's stock lm-eval counterpart on the same test items (all mapped tasks, "
+                             "or those listed; :N sets the n-shot, e.g. hellaswag:25)")
+    parser.add_argument("--leaderboard-map", dest="leaderboard_map", default=None, metavar="FILE",
+                        help="YAML map of InstructEval task -> stock task, metric, n-shot (default: the shipped one)")
     group = parser.add_argument_group("protocol overrides (default: the profile's value)")
     group.add_argument("--num-fewshot", dest="num_fewshot", type=int)
     group.add_argument("--selections", dest="n_selections", type=int, help="demo selections (few-shot and selectional std)")
@@ -84,6 +89,8 @@ def run(args: argparse.Namespace) -> int:
         device=args.device,
         log_samples=args.log_samples,
         dry_run=args.dry_run,
+        leaderboard_tasks=args.leaderboard_tasks,
+        leaderboard_map=args.leaderboard_map,
     )
     print(f"{report.planned} planned, {report.skipped} skipped (done), {report.evaluated} evaluated: {report.output_dir}")
     return 0

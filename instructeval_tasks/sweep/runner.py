@@ -172,6 +172,8 @@ def run_sweep(
     dry_run: bool = False,
     progress: bool = True,
     echo: Callable[[str], None] | None = None,
+    leaderboard_tasks: str | None = None,
+    leaderboard_map: str | None = None,
 ) -> SweepReport:
     """Run (or resume) a sweep; see the module docstring. Returns a ``SweepReport``."""
     import datasets
@@ -196,11 +198,22 @@ def run_sweep(
         meta = variant.protocol_metadata(prof, bank_dir=bank_dir, data_dir=data_dir)
         metadata[variant.name] = {**meta, **model_meta, "model_label": label}
 
+    stock_runs: list = []
+    if leaderboard_tasks is not None:  # "" asks for every task that has a stock counterpart
+        from .leaderboard import plan_leaderboard
+
+        stock_runs, notes = plan_leaderboard(leaderboard_tasks, leaderboard_map, task_names, test_sample=prof.test_sample,
+                                             test_seed=prof.test_seed, data_dir=data_dir, model_meta=model_meta)
+        for note in notes:
+            echo(note)
+
     store = SweepStore(output, label)
     done = store.finished()
     planned = {name: meta["variant_fingerprint"] for name, meta in metadata.items()}
+    planned.update({run.name: run.fingerprint for run in stock_runs})
     store.check_conflicts(planned, done)
     pending = [v for v in plan if v.name not in done]
+    stock_pending = [run for run in stock_runs if run.name not in done]
     report = SweepReport(store.root, planned=len(plan), skipped=len(plan) - len(pending))
     store.write_plan(
         {
@@ -217,10 +230,14 @@ def run_sweep(
                 {(v.task, v.entry.method, v.entry.id, v.entry.sha, v.entry.text) for v in plan}
             ),
             "variants": [v.name for v in plan],
+            "leaderboard": [run.metadata["leaderboard"] for run in stock_runs],
         }
     )
     echo(f"sweep: {len(plan)} variants planned, {report.skipped} already done, {len(pending)} to run -> {store.root}")
-    if dry_run or not pending:
+    if stock_runs:
+        echo(f"leaderboard: {len(stock_runs)} stock task(s), {len(stock_pending)} to run: "
+             + ", ".join(f"{r.name} ({r.counterpart.num_fewshot}-shot {r.counterpart.metric})" for r in stock_runs))
+    if dry_run or not (pending or stock_pending):
         report.seconds = time.monotonic() - start
         return report
 
@@ -253,6 +270,12 @@ def run_sweep(
                 bar.update(len(variants))
                 if stop.requested:
                     raise KeyboardInterrupt
+            if stock_pending:
+                from .leaderboard import run_leaderboard
+
+                report.result_files += run_leaderboard(
+                    lm, stock_pending, store, model=model, args_dict=args_dict, label=label, batch_size=batch_size,
+                    device=device, log_samples=log_samples, write=lambda line: bar.write(line, file=sys.stderr))
     except KeyboardInterrupt:
         bar.close()
         echo(f"interrupted after {report.evaluated} variants; finished chunks are saved in {store.root}. "
