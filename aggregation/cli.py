@@ -42,6 +42,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-samples", action="store_true", help="do not read per-sample logs (no CIs, tests, worst-case)")
     parser.add_argument("--no-plots", action="store_true", help="do not draw figures")
     parser.add_argument("--strict", action="store_true", help="treat warnings as errors: stop before writing anything")
+    parser.add_argument("--model-alias", dest="model_alias", action="append", default=[], metavar="NAME=LABEL",
+                        help="compare stock results of model NAME with the InstructEval runs of LABEL (repeatable)")
+    parser.add_argument("--leaderboard-map", dest="leaderboard_map", default=None, metavar="FILE",
+                        help="YAML map of InstructEval task -> stock task and metric (default: the shipped one)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -77,9 +81,18 @@ def run(args: argparse.Namespace) -> int:
         strict=args.strict,
         use_samples=not args.no_samples,
     )
+    from .leaderboard_loading import parse_aliases
+    from .leaderboard_report import add_leaderboard
+
+    try:
+        aliases = parse_aliases(getattr(args, "model_alias", []))
+    except ValueError as err:
+        print(f"instructeval aggregate: {err}", file=sys.stderr)
+        return 2
     try:
         runset = load_runs(args.paths, strict=args.strict, samples=not args.no_samples)
         result = aggregate(runset, options)
+        add_leaderboard(result, runset, args.paths, leaderboard_map=getattr(args, "leaderboard_map", None), aliases=aliases)
     except AggregationError as err:
         print(f"instructeval aggregate: {err}", file=sys.stderr)
         return 2

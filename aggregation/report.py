@@ -78,6 +78,10 @@ def write_report(aggregates: Aggregates, out_dir: str | Path, *, plots: bool = T
             from .plots import make_plots
 
             plot_paths = make_plots(aggregates.tables, plots_dir)
+            if aggregates.leaderboard is not None:
+                from .leaderboard_report import leaderboard_plots
+
+                plot_paths += leaderboard_plots(aggregates.leaderboard, plots_dir)
         except ImportError as err:
             plot_note = f"plots skipped: matplotlib is not installed ({err})"
     else:
@@ -173,6 +177,10 @@ def render_html(aggregates: Aggregates, plot_paths: list[Path], plot_note: str =
             for stem in (f"heatmap_{name}", f"bars_{name}"):
                 if stem in figures:
                     parts.append(_img(figures[stem]))
+    if aggregates.leaderboard is not None:
+        from .leaderboard_report import leaderboard_html
+
+        parts.append(leaderboard_html(aggregates.leaderboard, aggregates.tables, figures, _img))
     if plot_note:
         parts.append(f"<p class='note'>{html.escape(plot_note)}</p>")
     if aggregates.significance is not None and not aggregates.significance.empty:
