@@ -205,3 +205,19 @@ def test_plain_lm_eval_results_match_by_model_name_or_alias(tmp_path):
     assert comparison.rankings.set_index("setting").loc["few_shot", "tau_median"] == pytest.approx(-1.0)  # null agrees, g0 and g1 reverse A, B
     _, unaliased = build(tmp_path, paths=[tmp_path, other])
     assert list(unaliased.unmatched["model"]) == ["org/Model-A"]
+
+
+def test_docstring_examples():
+    """The examples in the leaderboard modules' docstrings are true."""
+    import doctest
+    import importlib
+
+    for name in ("instructeval_aggregation.leaderboard", "instructeval_aggregation.leaderboard_loading",
+                 "instructeval_tasks.sweep.leaderboard_map", "instructeval_tasks.sweep.leaderboard"):
+        failures, _ = doctest.testmod(importlib.import_module(name))
+        assert failures == 0, name
+
+
+def test_bad_alias_is_a_one_line_error(three_models, tmp_path, capsys):
+    assert aggregate_main([str(three_models), "--out", str(tmp_path / "r"), "--model-alias", "no-equals-sign"]) == 2
+    assert "--model-alias 'no-equals-sign': expected NAME=LABEL" in capsys.readouterr().err
