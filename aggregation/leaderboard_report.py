@@ -53,9 +53,9 @@ def leaderboard_tables(comparison: LeaderboardComparison, decimals: int = 1) -> 
     scores = comparison.scores
     if not scores.empty:
         index = pd.MultiIndex.from_tuples(
-            [(r.model, r.task, f"{r.stock_task} {r.stock_metric} {_shots(r.num_fewshot)}", f"{_int(r.n_items)} ({r.same_items})")
+            [(r.model, r.task, f"{r.stock_task} {r.stock_metric} {_shots(r.num_fewshot)}", f"{_int(r.n_items)} ({r.same_items})", r.ie_metric)
              for r in scores.itertuples(index=False)],
-            names=["model", "task", "stock", "items"],
+            names=["model", "task", "stock", "items", "instructeval_metric"],
         )
         columns = ["stock"] + [f"{s}_{k}" for s in SETTINGS for k in ("min", "median", "max", "spread", "percentile")]
         frame = pd.DataFrame(index=index, columns=columns, dtype=float)
@@ -68,7 +68,7 @@ def leaderboard_tables(comparison: LeaderboardComparison, decimals: int = 1) -> 
         tables["leaderboard_scores"] = Table(
             "leaderboard_scores",
             "Leaderboard comparison: stock score vs InstructEval accuracy across instructions (%; spread in points; percentile of the stock score)",
-            frame, decimals=decimals, row_header=("Model", "Task", "Stock (metric, n-shot)", "Items (same as InstructEval?)"),
+            frame, decimals=decimals, row_header=("Model", "Task", "Stock (metric, n-shot)", "Items (same as InstructEval?)", "InstructEval metric"),
             labels=labels, note=DEFINITIONS,
         )
     methods = comparison.methods

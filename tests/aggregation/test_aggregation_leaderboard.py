@@ -159,7 +159,7 @@ def test_report_outputs_the_section(three_models, tmp_path):
         assert (out / "tables" / f"leaderboard_scores.{ext}").is_file()
         assert (out / "tables" / f"leaderboard_rankings.{ext}").is_file()
     md = (out / "tables" / "leaderboard_scores.md").read_text()
-    assert "| A | HellaSwag | hellaswag acc_norm 10-shot | 4 (yes) | 25.0 | 25.0 | 50.0 | 75.0 | 50.0 | 16.7 | 0.0 | 25.0 | 50.0 | 50.0 | 50.0 |" in md
+    assert "| A | HellaSwag | hellaswag acc_norm 10-shot | 4 (yes) | acc_per_token | 25.0 | 25.0 | 50.0 | 75.0 | 50.0 | 16.7 | 0.0 | 25.0 | 50.0 | 50.0 | 50.0 |" in md
     csv = (out / "tables" / "leaderboard_rankings.csv").read_text().splitlines()
     assert csv[1].startswith("hellaswag,few_shot,3 x 3,yes,2 of 3,generic/g1,-0.816497,,,0.333333,")
     assert "[" in (out / "tables" / "leaderboard_rankings.md").read_text()  # bootstrap intervals printed

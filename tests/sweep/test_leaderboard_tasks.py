@@ -124,3 +124,20 @@ def test_rerun_skips_finished_stock_tasks_and_refuses_another_nshot(leaderboard_
     assert again.evaluated == 0 and not again.result_files
     with pytest.raises(Exception, match="different protocol"):
         run_sweep(**common, leaderboard_tasks="hellaswag:3")
+
+
+def test_cli_flags_parse_as_in_the_issue(tmp_path, capsys):
+    from instructeval_tasks.cli import build_parser, main
+
+    args = build_parser().parse_args(
+        ["run", "--model", "instructeval-hf", "--model_args", "pretrained=m", "--tasks", "hellaswag,boolq",
+         "--leaderboard-tasks", "--data-dir", "../shared/data", "--output", "runs/"]
+    )
+    assert args.leaderboard_tasks == "" and args.data_dir == "../shared/data" and args.leaderboard_map is None
+    args = build_parser().parse_args(["run", "--model", "hf", "--tasks", "hellaswag", "--output", "o", "--leaderboard-tasks", "hellaswag:25"])
+    assert args.leaderboard_tasks == "hellaswag:25"
+    assert build_parser().parse_args(["run", "--model", "hf", "--tasks", "hellaswag", "--output", "o"]).leaderboard_tasks is None
+    # A user error is one line and exit status 2, before any model is loaded.
+    code = main(["run", "--model", "dummy", "--tasks", "imdb", "--output", str(tmp_path), "--leaderboard-tasks", "imdb", "--dry-run"])
+    assert code == 2
+    assert capsys.readouterr().err.strip().startswith("instructeval: error: --leaderboard-tasks 'imdb': imdb has no stock counterpart")
