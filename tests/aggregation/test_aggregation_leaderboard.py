@@ -139,7 +139,7 @@ def test_scores_rankings_and_flips_against_hand_computation(three_models):
     assert zero["tau_min"] == pytest.approx(-2 / math.sqrt(6)) and zero["tau_median"] == pytest.approx(-2 / math.sqrt(6))
     assert zero["flip_share"] == pytest.approx(1.0) and zero["most_changing"] == "generic/g0"
     assert math.isnan(few["tau_median_ci_low"])  # n_boot=0: no intervals
-    assert not [i for i in result.issues if i.code.startswith("leaderboard")]
+    assert not [i for i in result.issues if i.code.startswith("leaderboard") or i.code == "empty"]
 
 
 def test_bootstrap_intervals_are_seeded_and_bracket_the_replicates(three_models):
@@ -221,3 +221,16 @@ def test_docstring_examples():
 def test_bad_alias_is_a_one_line_error(three_models, tmp_path, capsys):
     assert aggregate_main([str(three_models), "--out", str(tmp_path / "r"), "--model-alias", "no-equals-sign"]) == 2
     assert "--model-alias 'no-equals-sign': expected NAME=LABEL" in capsys.readouterr().err
+
+
+def test_a_user_map_chooses_the_compared_metric(tmp_path):
+    write_sweep(tmp_path, "A")
+    other = tmp_path / "lm_eval_run"
+    write_stock(other, "x", 0.25, record=False, pretrained="/models/A", samples=False)  # acc 0.5, acc_norm 0.25
+    user_map = tmp_path / "my_map.yaml"
+    user_map.write_text("counterparts:\n  hellaswag: {stock_task: hellaswag, metric: acc, num_fewshot: 10}\n")
+    runset = load_runs([tmp_path])
+    result = aggregate(runset, n_boot=0)
+    comparison = add_leaderboard(result, runset, [tmp_path], leaderboard_map=str(user_map))
+    (row,) = comparison.scores.itertuples(index=False)
+    assert (row.model, row.stock_metric, row.stock) == ("A", "acc", 0.5)
