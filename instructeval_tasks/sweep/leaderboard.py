@@ -29,7 +29,7 @@ import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import datasets
 from lm_eval.api.task import ConfigurableTask
@@ -231,6 +231,21 @@ def plan_leaderboard(
     for run in runs:
         stock_config(run)  # unknown stock task or metric: fail now, not after the sweep
     return runs, notes
+
+
+def stock_ready(pending: list[StockRun], remaining: Mapping[str, int]) -> list[StockRun]:
+    """Remove and return the pending stock runs whose InstructEval task has no variant left to run.
+
+        >>> from instructeval_tasks.sweep.leaderboard_map import load_leaderboard_map
+        >>> runs = [plan_stock_run(c, test_sample=4, test_seed=0, data_dir=None, model_meta={})
+        ...         for c in load_leaderboard_map()[0].values()][:2]
+        >>> [r.name for r in stock_ready(runs, {"hellaswag": 1, "boolq": 0})], [r.name for r in runs]
+        (['boolq'], ['hellaswag'])
+    """
+    ready = [run for run in pending if not remaining.get(run.counterpart.task)]
+    for run in ready:
+        pending.remove(run)
+    return ready
 
 
 def run_leaderboard(lm: Any, runs: list[StockRun], store: Any, *, model: str, args_dict: dict[str, Any], label: str,

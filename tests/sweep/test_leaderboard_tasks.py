@@ -86,6 +86,9 @@ def leaderboard_sweep(tmp_path_factory, tiny_model_dir, tiny_data_dir):
 def test_stock_tasks_run_on_the_sweep_test_items(leaderboard_sweep, tiny_rows):
     out, report = leaderboard_sweep
     entries = _entries(out)
+    # Each stock task runs as soon as its task's variants are saved.
+    order = [p.name.split("__")[0] + ("__" + p.name.split("__")[1] if p.name.startswith("results_leaderboard") else "") for p in report.result_files]
+    assert order == ["results_hellaswag", "results_leaderboard__hellaswag", "results_boolq", "results_leaderboard__boolq"]
     for ours, stock, shots, metric in (("hellaswag", "hellaswag", 2, "acc_norm"), ("boolq", "boolq", 0, "acc")):
         variant = entries[f"instructeval_{ours}__null__zs"]
         stock_entry = entries[stock]
