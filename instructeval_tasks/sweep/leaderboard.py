@@ -233,6 +233,27 @@ def plan_leaderboard(
     return runs, notes
 
 
+class StockSchedule:
+    """Runs each pending stock task as soon as the sweep's variants of its task are all saved, so an
+    interrupted sweep keeps complete comparisons for the tasks it finished."""
+
+    def __init__(self, runs: list[StockRun], pending_variants: list[Any], **evaluation: Any) -> None:
+        from collections import Counter
+
+        self.pending = list(runs)
+        self.remaining = Counter(v.task for v in pending_variants)
+        self.evaluation = evaluation
+
+    def run_ready(self, finished_variants: list[Any] = ()) -> list[Path]:
+        """Count ``finished_variants`` as saved, then evaluate and save the stock runs now ready."""
+        self.remaining.subtract(v.task for v in finished_variants)
+        ready = stock_ready(self.pending, self.remaining)
+        if not ready:
+            return []
+        kwargs = dict(self.evaluation)
+        return run_leaderboard(kwargs.pop("lm"), ready, kwargs.pop("store"), **kwargs)
+
+
 def stock_ready(pending: list[StockRun], remaining: Mapping[str, int]) -> list[StockRun]:
     """Remove and return the pending stock runs whose InstructEval task has no variant left to run.
 

@@ -19,7 +19,6 @@ import logging
 import sys
 import time
 from dataclasses import dataclass, field
-from collections import Counter
 from itertools import groupby
 from pathlib import Path
 from typing import Any, Callable
@@ -249,22 +248,14 @@ def run_sweep(
     bases: dict[str, dict[str, Any]] = {}
     bar = tqdm(total=len(pending), unit="variant", desc="sweep", disable=not progress, file=sys.stderr)
     stop = StopRequests(lambda line: bar.write(line, file=sys.stderr))
-    remaining = Counter(v.task for v in pending)
+    from .leaderboard import StockSchedule  # stock tasks run as soon as their task's variants are saved
 
-    def run_ready_stock() -> None:
-        # A stock task runs as soon as its task's variants are all saved, so an interrupted
-        # sweep keeps complete comparisons for the tasks it finished.
-        if stock_pending:
-            from .leaderboard import run_leaderboard, stock_ready
-
-            ready = stock_ready(stock_pending, remaining)
-            report.result_files.extend(run_leaderboard(
-                lm, ready, store, model=model, args_dict=args_dict, label=label, batch_size=batch_size,
-                device=device, log_samples=log_samples, write=lambda line: bar.write(line, file=sys.stderr)))
-
+    stock = StockSchedule(stock_pending, pending, lm=lm, store=store, model=model, args_dict=args_dict, label=label,
+                          batch_size=batch_size, device=device, log_samples=log_samples,
+                          write=lambda line: bar.write(line, file=sys.stderr))
     try:
         with stop:
-            run_ready_stock()
+            report.result_files += stock.run_ready()
             for chunk, group in groupby(pending, key=lambda v: v.chunk):
                 variants = list(group)
                 chunk_start = time.monotonic()
@@ -283,8 +274,7 @@ def run_sweep(
                     shown = "n/a" if value is None else f"{value:.3f}"
                     bar.write(f"done {variant.name}: {metric}={shown} ({seconds / len(variants):.1f} s)", file=sys.stderr)
                 bar.update(len(variants))
-                remaining.subtract(v.task for v in variants)
-                run_ready_stock()
+                report.result_files += stock.run_ready(variants)
                 if stop.requested:
                     raise KeyboardInterrupt
     except KeyboardInterrupt:
