@@ -58,6 +58,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-samples", action="store_true", help="do not read per-sample logs (no CIs, tests, worst-case)")
     parser.add_argument("--no-plots", action="store_true", help="do not draw figures")
     parser.add_argument("--strict", action="store_true", help="treat warnings as errors: stop before writing anything")
+    parser.add_argument("--model-alias", dest="model_alias", action="append", default=[], metavar="NAME=LABEL",
+                        help="compare stock results of model NAME with the InstructEval runs of LABEL (repeatable)")
+    parser.add_argument("--leaderboard-map", dest="leaderboard_map", default=None, metavar="FILE",
+                        help="YAML map of InstructEval task -> stock task and metric (default: the shipped one)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -97,6 +101,13 @@ def run(args: argparse.Namespace) -> int:
         strict=args.strict,
         use_samples=not args.no_samples,
     )
+    from .leaderboard_loading import parse_aliases
+    from .leaderboard_report import add_leaderboard
+
+    try:
+        aliases = parse_aliases(getattr(args, "model_alias", []))
+    except ValueError as err:
+        raise AggregationError(str(err)) from None
     options.validate()  # every option, input path and --out is checked before any file is read
     missing = [p for p in args.paths if not os.path.exists(p)]
     if missing:
@@ -106,6 +117,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         runset = load_runs(args.paths, strict=args.strict, samples=not args.no_samples)
         result = aggregate(runset, options)
+        add_leaderboard(result, runset, args.paths, leaderboard_map=getattr(args, "leaderboard_map", None), aliases=aliases)
     except AggregationError as err:
         if not err.issues:
             raise

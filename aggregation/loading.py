@@ -348,6 +348,10 @@ def read_results_file(path: Path, issues: IssueLog, *, samples: bool = True) -> 
                 issues.warn("samples-ambiguous", note, file, name)
         variants.append(variant)
     if not variants:
+        from .leaderboard_loading import is_stock_results
+
+        if is_stock_results(data):  # read by the leaderboard comparison (leaderboard_loading)
+            return [], None
         if not any(i.file == file and i.level == "error" for i in issues.items):
             issues.warn("empty", "no InstructEval variant in this results file", file)
         return [], None

@@ -121,13 +121,21 @@ class Aggregates:
     wins: pd.DataFrame
     tables: dict[str, Table] = field(default_factory=dict)
     samples_note: str = ""
+    item_matrices: dict = field(default_factory=dict, repr=False)  # (model, task) -> ItemMatrix
+    leaderboard: Any = None  # a leaderboard.LeaderboardComparison when the inputs hold stock results
 
     def table(self, name: str) -> pd.DataFrame:
         """The numeric frame of one table (e.g. ``"gain_few_shot"``)."""
         return self.tables[name].frame
 
     def summary(self) -> dict[str, Any]:
-        """JSON-ready summary: options (with the seed), counts, issues, runs."""
+        """JSON-ready summary: options (with the seed), counts, issues, runs (and the leaderboard comparison)."""
+        out = self._summary()
+        if self.leaderboard is not None:
+            out["leaderboard"] = self.leaderboard.summary()
+        return out
+
+    def _summary(self) -> dict[str, Any]:
         return {
             "options": {**asdict(self.options), "model_registries": list(self.options.model_registries)},
             "models": sorted(self.models["model"]) if not self.models.empty else [],
@@ -249,6 +257,7 @@ def aggregate(runset: RunSet, options: AggregateOptions | None = None, **overrid
         wins=wins,
         tables=tables,
         samples_note=samples_note,
+        item_matrices=matrices,
     )
     if options.strict:
         issues.raise_if(strict=True)

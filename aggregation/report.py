@@ -99,6 +99,10 @@ def _write_all(aggregates: Aggregates, out: Path, *, plots: bool) -> dict[str, A
             from .plots import make_plots
 
             plot_paths = make_plots(aggregates.tables, plots_dir)
+            if aggregates.leaderboard is not None:
+                from .leaderboard_report import leaderboard_plots
+
+                plot_paths += leaderboard_plots(aggregates.leaderboard, plots_dir)
         except ImportError as err:
             plot_note = f"plots skipped: matplotlib is not installed ({err})"
     else:
@@ -199,6 +203,10 @@ def render_html(aggregates: Aggregates, plot_paths: list[Path], plot_note: str =
                     parts.append(_img(figures[stem]))
         if pairs:  # the pair list belongs to its own section, after the significance tables
             parts.append(pairs)
+    if aggregates.leaderboard is not None:
+        from .leaderboard_report import leaderboard_html
+
+        parts.append(leaderboard_html(aggregates.leaderboard, aggregates.tables, figures, _img))
     if plot_note:
         parts.append(f"<p class='note'>{html.escape(plot_note)}</p>")
     parts.append("<h2>Models</h2>")

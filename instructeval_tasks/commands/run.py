@@ -53,6 +53,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     scale.add_argument("--shard", default=None, metavar="I/N",
                        help="run only the I-th of N parts of the plan (I from 0, e.g. $SLURM_ARRAY_TASK_ID/4); "
                             "shards of one command may write one --output at once")
+    parser.add_argument("--leaderboard-tasks", dest="leaderboard_tasks", nargs="?", const="", default=None, metavar="TASK[:NSHOT],...",
+                        help="also run each task's stock lm-eval counterpart on the same test items (all mapped tasks, "
+                             "or those listed; :N sets the n-shot, e.g. hellaswag:25)")
+    parser.add_argument("--leaderboard-map", dest="leaderboard_map", default=None, metavar="FILE",
+                        help="YAML map of InstructEval task -> stock task, metric, n-shot (default: the shipped one)")
     group = parser.add_argument_group("protocol overrides (default: the profile's value)")
     group.add_argument("--num-fewshot", dest="num_fewshot", type=int)
     group.add_argument("--selections", dest="n_selections", type=int, help="demo selections (few-shot and selectional std)")
@@ -105,6 +110,8 @@ def run(args: argparse.Namespace) -> int:
         ray_address=args.ray_address,
         worker_resources=args.worker_resources,
         shard=args.shard,
+        leaderboard_tasks=args.leaderboard_tasks,
+        leaderboard_map=args.leaderboard_map,
     )
     print(f"{report.planned} planned, {report.skipped} skipped (done), {report.evaluated} evaluated: {report.output_dir}")
     return 0

@@ -31,6 +31,7 @@ from typing import Any, Callable
 from instructeval_banks import join_bank_dirs, load_layered_bank
 
 from .. import TASKS_DIR, __version__, object_task_manager
+from ..errors import UserError
 from ..options import DATA_DIR_ENV
 from ..specs import get_spec, resolve_task_names
 from .identity import RUN_FINGERPRINT_KEY, for_task, run_fingerprint
@@ -292,6 +293,8 @@ def run_sweep(
     ray_address: str | None = None,
     worker_resources: str | dict | None = None,
     shard: str | ShardSpec | None = None,
+    leaderboard_tasks: str | None = None,
+    leaderboard_map: str | None = None,
 ) -> SweepReport:
     """Run (or resume) a sweep; see the module docstring. Returns a ``SweepReport``.
 
@@ -339,17 +342,37 @@ def run_sweep(
     datasets.disable_progress_bars()  # one sweep bar, not one "Map" bar per variant
     preflight(plan, prof, metadata)
 
+    stock_runs: list = []
+    if leaderboard_tasks is not None:  # "" asks for every task that has a stock counterpart
+        from .leaderboard import plan_leaderboard
+
+        stock_runs, notes = plan_leaderboard(leaderboard_tasks, leaderboard_map, task_names, test_sample=prof.test_sample,
+                                             test_seed=prof.test_seed, data_dir=data_dir, model_meta=model_meta)
+        for note in notes:
+            echo(note)
+        if executor != "local" or part:
+            raise UserError(
+                "--leaderboard-tasks runs the stock tasks on the sweep's own model, so it needs the local executor "
+                "without --shard; run the stock tasks in a separate local run into the same --output"
+            )
+        for run in stock_runs:  # stock results are checked on resume like the variants
+            run.metadata[RUN_FINGERPRINT_KEY] = for_task(run_fp, run.counterpart.task)
+
     store = SweepStore(output, label)
     planned = {name: meta["variant_fingerprint"] for name, meta in metadata.items()}
+    planned.update({run.name: run.fingerprint for run in stock_runs})
 
     mine = part.select(plan) if part else plan  # this shard's variants (all without --shard)
     what = f"shard {part} of the sweep: {len(mine)} of {len(plan)}" if part else f"sweep: {len(plan)}"
+
+    stock_pending: list = []  # the stock runs not saved yet (resume_state fills it)
 
     def resume_state() -> list[Variant]:
         """The variants still to run; refuses results of another model, data or protocol."""
         store.check_run(run_fp)
         done = store.finished()
         store.check_conflicts(planned, done)
+        stock_pending[:] = [run for run in stock_runs if run.name not in done]
         return [v for v in mine if v.name not in done]
 
     plan_record = {
@@ -365,13 +388,20 @@ def run_sweep(
         "bank_dir": bank_dir,
         "instructions": sorted({(v.task, v.entry.method, v.entry.id, v.entry.sha, v.entry.text) for v in plan}),
         "variants": [v.name for v in plan],
+        "leaderboard": [run.metadata["leaderboard"] for run in stock_runs],
     }
+
+    def announce_stock() -> None:
+        if stock_runs:
+            echo(f"leaderboard: {len(stock_runs)} stock task(s), {len(stock_pending)} to run: "
+                 + ", ".join(f"{r.name} ({r.counterpart.num_fewshot}-shot {r.counterpart.metric})" for r in stock_runs))
 
     if dry_run:  # reads the folder, writes nothing (no folder, no sweep.json, no lock file)
         pending = resume_state()
         report = SweepReport(store.root, planned=len(mine), skipped=len(mine) - len(pending), plan=plan_record)
         echo(f"{what.replace('sweep', 'sweep (dry run)', 1)} variants planned, {report.skipped} already done, "
              f"{len(pending)} to run -> {store.root}")
+        announce_stock()
         report.seconds = time.monotonic() - start
         return report
 
@@ -389,13 +419,23 @@ def run_sweep(
             store.write_plan(plan_record)
         report = SweepReport(store.root, planned=len(mine), skipped=len(mine) - len(pending), plan=plan_record)
         echo(f"{what} variants planned, {report.skipped} already done, {len(pending)} to run -> {store.root}")
-        if not pending:
+        announce_stock()
+        if not pending and not stock_pending:
             report.seconds = time.monotonic() - start
             return report
 
         spec = ModelSpec(model, model_args, label, batch_size=batch_size, max_batch_size=max_batch_size, device=device)
+        stock = None
+        if stock_pending:  # the local executor (checked above): the stock tasks share its model
+            from .leaderboard import StockSchedule  # stock tasks run as soon as their task's variants are saved
+
+            if runner.lm is None:
+                runner.lm = spec.load()
+            stock = StockSchedule(stock_pending, pending, lm=runner.lm, store=store, model=model, args_dict=args_dict,
+                                  label=label, batch_size=batch_size, device=spec.resolved_device(),
+                                  log_samples=log_samples, write=echo)
         _evaluate_pending(runner, chunk_jobs(pending, metadata), spec, prof, store, report, planned=planned,
-                          log_samples=log_samples, progress=progress, echo=echo)
+                          log_samples=log_samples, progress=progress, echo=echo, stock=stock)
     report.seconds = time.monotonic() - start
     echo(f"sweep finished: {report.evaluated} variants evaluated in {report.seconds:.0f} s -> {store.root}")
     return report
@@ -403,7 +443,7 @@ def run_sweep(
 
 def _evaluate_pending(runner: Any, jobs: list[ChunkJob], spec: ModelSpec, prof: Profile, store: SweepStore,
                       report: SweepReport, *, planned: dict[str, str], log_samples: bool, progress: bool,
-                      echo: Callable[[str], None]) -> None:
+                      echo: Callable[[str], None], stock: Any = None) -> None:
     """Evaluate and save the pending chunks with ``runner`` (an executor), with the progress bar and
     Ctrl-C handling; this process alone writes the results (``save``)."""
     from tqdm.auto import tqdm
@@ -423,6 +463,8 @@ def _evaluate_pending(runner: Any, jobs: list[ChunkJob], spec: ModelSpec, prof: 
         stamp = _dt.datetime.now().strftime("%Y-%m-%dT%H-%M-%S.%f")
         report.result_files.append(store.write_chunk(job.key, results, samples, stamp))
         report.evaluated += len(job.variants)
+        if stock is not None:  # the stock counterpart of a task whose variants are now all saved
+            report.result_files.extend(stock.run_ready(job.variants))
 
     def still_pending(job: ChunkJob) -> ChunkJob | None:
         """The job's variants not saved yet (another shard may have saved some); conflicts refused."""
@@ -433,8 +475,12 @@ def _evaluate_pending(runner: Any, jobs: list[ChunkJob], spec: ModelSpec, prof: 
 
     queue = ClaimingQueue(jobs, store.root, still_pending=still_pending, stopping=lambda: stop.requested,
                           echo=lambda line: bar.write(line, file=sys.stderr))
+    if stock is not None:
+        stock.evaluation["write"] = lambda line: bar.write(line, file=sys.stderr)
     try:
         with stop:
+            if stock is not None:  # tasks whose variants were all saved by an earlier run
+                report.result_files.extend(stock.run_ready())
             runner.run(queue, spec=spec, profile=prof, log_samples=log_samples, save=save, on_variant=variant_done,
                        stop=stop, echo=lambda line: bar.write(line, file=sys.stderr))
             if stop.requested:

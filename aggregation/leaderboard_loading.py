@@ -1,0 +1,181 @@
+"""Stock-task results among the aggregation's inputs (``instructeval run --leaderboard-tasks`` or any
+``lm_eval`` run, e.g. files from a leaderboard's results dataset).
+
+A results entry is a stock result when its ``configs[T].metadata.leaderboard`` record says so
+(written by ``--leaderboard-tasks``), or when ``T`` is a stock task of the leaderboard map
+(``instructeval_tasks/sweep/leaderboard_map.yaml``, or ``--leaderboard-map FILE``). The record or the
+map gives the InstructEval task and the metric compared.
+
+Checks: a compared metric that is missing, or not a number in [0, 1], is an ``error
+leaderboard-metric`` naming the file and metric (that result is dropped, the rest is kept).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from .issues import IssueLog
+from .loading import expand_paths, find_samples, label_from_pretrained, parse_model_args, results_stamp
+
+
+@dataclass(frozen=True)
+class StockResult:
+    """One stock-task score of one model."""
+
+    file: str
+    model: str
+    task: str  # the InstructEval task it stands for
+    stock_task: str
+    metric: str
+    filter: str
+    value: float
+    num_fewshot: int | None
+    n_items: int | None
+    test_ids: tuple[int, ...] | None
+    data_source: str | None
+    from_sweep: bool
+    samples_path: str | None = None
+
+
+def stock_tasks(leaderboard_map: str | None = None) -> dict[str, tuple[str, str]]:
+    """``{stock task: (InstructEval task, metric)}`` from the leaderboard map."""
+    from instructeval_tasks.sweep.leaderboard_map import load_leaderboard_map
+
+    counterparts, _ = load_leaderboard_map(leaderboard_map)
+    return {c.stock_task: (c.task, c.metric) for c in counterparts.values()}
+
+
+def is_stock_results(data: Mapping[str, Any]) -> bool:
+    """True when a results file holds a stock result (for ``loading``: not an 'empty' file)."""
+    try:
+        known = stock_tasks()
+    except Exception:  # a broken shipped map is reported by the leaderboard section itself
+        known = {}
+    configs = data.get("configs") or {}
+    for name in data.get("results") or {}:
+        meta = (configs.get(name) or {}).get("metadata") or {}
+        if name in known or (isinstance(meta, Mapping) and isinstance(meta.get("leaderboard"), Mapping)):
+            return True
+    return False
+
+
+def _metric_value(result: Mapping[str, Any], metric: str) -> tuple[str | None, Any]:
+    """``(filter, value)`` of ``metric``: the ``none`` filter, else the only filter."""
+    found = {key.split(",", 1)[1]: value for key, value in result.items() if "," in key and key.split(",", 1)[0] == metric}
+    if "none" in found:
+        return "none", found["none"]
+    if len(found) == 1:
+        return next(iter(found.items()))
+    return None, None
+
+
+def _model_name(data: Mapping[str, Any], from_sweep: bool) -> str | None:
+    config = data.get("config") if isinstance(data.get("config"), Mapping) else {}
+    if from_sweep and data.get("model_name"):
+        return str(data["model_name"])
+    pretrained = parse_model_args(config.get("model_args")).get("pretrained")
+    if pretrained:
+        return label_from_pretrained(str(pretrained))
+    if data.get("model_name"):
+        return label_from_pretrained(str(data["model_name"]))
+    return None
+
+
+def read_stock_file(path: Path, known: Mapping[str, tuple[str, str]], issues: IssueLog, *, samples: bool = True) -> list[StockResult]:
+    """The stock results of one results file (unreadable files are reported by ``loading``)."""
+    file = str(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return []
+    if not isinstance(data, dict) or not isinstance(data.get("results"), dict) or not isinstance(data.get("configs"), dict):
+        return []
+    out = []
+    for name in sorted(data["results"]):
+        result = data["results"][name]
+        config = data["configs"].get(name) or {}
+        meta = config.get("metadata") if isinstance(config.get("metadata"), Mapping) else {}
+        record = meta.get("leaderboard") if isinstance(meta.get("leaderboard"), Mapping) else None
+        if record is None and name not in known:
+            continue
+        task, metric = (record.get("instructeval_task"), record.get("metric")) if record else known[name]
+        if not isinstance(result, Mapping):
+            continue
+        filt, value = _metric_value(result, metric)
+        if filt is None:
+            issues.error("leaderboard-metric", f"stock task {name}: no {metric!r} value in results (keys: {sorted(result)})", file, name)
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not 0 <= value <= 1:
+            issues.error("leaderboard-metric", f"stock task {name}: {metric}={value!r} is not an accuracy in [0, 1]; not compared", file, name)
+            continue
+        model = _model_name(data, record is not None)
+        if model is None:
+            issues.error("no-model", f"stock task {name}: no model identity (model_name or model_args pretrained)", file, name)
+            continue
+        shots = config.get("num_fewshot", record.get("num_fewshot") if record else None)
+        n_samples = (data.get("n-samples") or {}).get(name) or {}
+        n_items = result.get("sample_len", n_samples.get("effective"))
+        test_ids = record.get("test_ids") if record else None
+        samples_path = None
+        if samples:
+            samples_path, note = find_samples(path, name, results_stamp(path), data["results"].keys())
+            if note:
+                issues.warn("samples-ambiguous", note, file, name)
+        out.append(
+            StockResult(
+                file=file,
+                model=model,
+                task=str(task),
+                stock_task=name,
+                metric=str(metric),
+                filter=filt,
+                value=float(value),
+                num_fewshot=int(shots) if isinstance(shots, (int, float)) and not isinstance(shots, bool) else None,
+                n_items=int(n_items) if isinstance(n_items, (int, float)) and not isinstance(n_items, bool) else None,
+                test_ids=tuple(int(i) for i in test_ids) if isinstance(test_ids, list) else None,
+                data_source=record.get("data_source") if record else None,
+                from_sweep=record is not None,
+                samples_path=samples_path,
+            )
+        )
+    return out
+
+
+def load_stock_results(
+    paths: Iterable[str | os.PathLike],
+    issues: IssueLog,
+    *,
+    leaderboard_map: str | None = None,
+    aliases: Mapping[str, str] | None = None,
+    samples: bool = True,
+) -> list[StockResult]:
+    """Every stock result in ``paths`` (files or folders), with ``aliases`` applied to model names."""
+    known = stock_tasks(leaderboard_map)
+    files = sorted(expand_paths(paths, IssueLog()), key=lambda p: p.as_posix())
+    found: list[StockResult] = []
+    for path in files:
+        for result in read_stock_file(path, known, issues, samples=samples):
+            if aliases and result.model in aliases:
+                result = StockResult(**{**result.__dict__, "model": aliases[result.model]})
+            found.append(result)
+    return found
+
+
+def parse_aliases(values: Iterable[str]) -> dict[str, str]:
+    """``["org/Model-1B=model-1b"]`` -> ``{"org/Model-1B": "model-1b"}``; a bad value raises ValueError.
+
+        >>> parse_aliases(["HuggingFaceTB/SmolLM2-135M-Instruct=smollm2"])
+        {'HuggingFaceTB/SmolLM2-135M-Instruct': 'smollm2'}
+    """
+    out = {}
+    for value in values:
+        name, sep, label = value.partition("=")
+        if not sep or not name.strip() or not label.strip():
+            raise ValueError(f"--model-alias {value!r}: expected NAME=LABEL")
+        out[name.strip()] = label.strip()
+    return out

@@ -1,0 +1,146 @@
+"""``instructeval run --leaderboard-tasks``: stock lm-eval tasks on the sweep's own test items."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from instructeval_tasks.sweep import run_sweep
+from instructeval_tasks.sweep.leaderboard_map import (
+    LeaderboardError,
+    load_leaderboard_map,
+    parse_leaderboard_tasks,
+    select_counterparts,
+)
+
+
+def _entries(out_dir: Path) -> dict[str, dict]:
+    found: dict[str, dict] = {}
+    for path in sorted(out_dir.rglob("results_*.json")):
+        data = json.loads(path.read_text())
+        for name, result in data["results"].items():
+            found[name] = {"meta": data["configs"][name]["metadata"], "config": data["configs"][name],
+                           "result": result, "file": path, "n": data["n-samples"][name]}
+    return found
+
+
+def _samples(out_dir: Path, name: str) -> list[dict]:
+    (path,) = sorted(out_dir.rglob(f"samples_{name}_*.jsonl"))
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_shipped_map_names_the_leaderboard_settings_and_the_tasks_without_counterpart():
+    counterparts, missing = load_leaderboard_map()
+    assert {t: (c.stock_task, c.metric, c.num_fewshot) for t, c in counterparts.items()} == {
+        "hellaswag": ("hellaswag", "acc_norm", 10),
+        "boolq": ("boolq", "acc", 0),
+        "anli": ("anli_r1", "acc", 0),
+        "triviaqa": ("triviaqa", "exact_match", 0),
+        "nq_open": ("nq_open", "exact_match", 0),
+    }
+    assert sorted(missing) == ["agnews", "cosmosqa", "emotion", "imdb"]
+
+
+def test_leaderboard_task_selection_and_its_errors(tmp_path):
+    counterparts, missing = load_leaderboard_map()
+    chosen, notes = select_counterparts(parse_leaderboard_tasks(""), ["imdb", "boolq"], counterparts, missing)
+    assert [c.stock_task for c in chosen] == ["boolq"]
+    assert notes and "imdb" in notes[0]
+    chosen, _ = select_counterparts(parse_leaderboard_tasks("hellaswag:25,anli_r1"), ["hellaswag", "anli"], counterparts, missing)
+    assert [(c.stock_task, c.num_fewshot) for c in chosen] == [("hellaswag", 25), ("anli_r1", 0)]
+    with pytest.raises(LeaderboardError, match="imdb has no stock counterpart"):
+        select_counterparts(parse_leaderboard_tasks("imdb"), ["imdb"], counterparts, missing)
+    with pytest.raises(LeaderboardError, match="not among --tasks"):
+        select_counterparts(parse_leaderboard_tasks("boolq"), ["hellaswag"], counterparts, missing)
+    with pytest.raises(LeaderboardError, match="n-shot"):
+        parse_leaderboard_tasks("hellaswag:ten")
+    bad = tmp_path / "map.yaml"
+    bad.write_text("counterparts:\n  boolq: {stock_task: boolq, metric: acc, num_fewshot: -1}\n")
+    with pytest.raises(LeaderboardError, match=r"map.yaml: counterparts.boolq.num_fewshot"):
+        load_leaderboard_map(bad)
+    bad.write_text("counterparts:\n  boolk: {stock_task: boolq, metric: acc, num_fewshot: 0}\n")
+    with pytest.raises(LeaderboardError, match="counterparts.boolk: unknown InstructEval task"):
+        load_leaderboard_map(bad)
+
+
+@pytest.fixture(scope="module")
+def leaderboard_sweep(tmp_path_factory, tiny_model_dir, tiny_data_dir):
+    out = tmp_path_factory.mktemp("leaderboard")
+    report = run_sweep(
+        model="hf",
+        model_args=f"pretrained={tiny_model_dir},dtype=float32",
+        tasks="hellaswag,boolq",
+        methods="null",
+        output=out,
+        profile="quick",
+        overrides={"test_sample": 4, "settings": ["zero_shot"]},
+        data_dir=str(tiny_data_dir),
+        progress=False,
+        leaderboard_tasks="hellaswag:2,boolq",
+    )
+    return out, report
+
+
+def test_stock_tasks_run_on_the_sweep_test_items(leaderboard_sweep, tiny_rows):
+    out, report = leaderboard_sweep
+    entries = _entries(out)
+    # Each stock task runs as soon as its task's variants are saved.
+    order = [p.name.split("__")[0] + ("__" + p.name.split("__")[1] if p.name.startswith("results_leaderboard") else "") for p in report.result_files]
+    assert order == ["results_hellaswag", "results_leaderboard__hellaswag", "results_boolq", "results_leaderboard__boolq"]
+    for ours, stock, shots, metric in (("hellaswag", "hellaswag", 2, "acc_norm"), ("boolq", "boolq", 0, "acc")):
+        variant = entries[f"instructeval_{ours}__null__zs"]
+        stock_entry = entries[stock]
+        record = stock_entry["meta"]["leaderboard"]
+        assert record["stock_task"] == stock and record["metric"] == metric and record["num_fewshot"] == shots
+        assert stock_entry["config"]["num_fewshot"] == shots
+        assert record["test_ids"] == variant["meta"]["test_ids"] and len(record["test_ids"]) == 4
+        assert record["data_source"] == variant["meta"]["data_source"]
+        assert stock_entry["n"]["effective"] == 4
+        assert 0.0 <= stock_entry["result"][f"{metric},none"] <= 1.0
+        # doc_id i is the same eval row in both sample logs.
+        ours_docs = {s["doc_id"]: s["doc"] for s in _samples(out, f"instructeval_{ours}__null__zs")}
+        stock_docs = {s["doc_id"]: s["doc"] for s in _samples(out, stock)}
+        assert sorted(ours_docs) == sorted(stock_docs) == [0, 1, 2, 3]
+        local = {"hellaswag": "hellaswag", "boolq": "boolq"}[ours]
+        rows = tiny_rows[local]["eval"]
+        for doc_id, test_id in enumerate(record["test_ids"]):
+            key = "ind" if ours == "hellaswag" else "question"
+            assert stock_docs[doc_id][key] == ours_docs[doc_id][key] == rows[test_id][key]
+    # The stock prompt and process_docs are the harness's own: HellaSwag's preprocess and query,
+    # BoolQ's SuperGLUE label copied from google/boolq's answer.
+    swag = _samples(out, "hellaswag")[0]
+    assert swag["doc"]["query"].startswith(swag["doc"]["activity_label"] + ":")
+    assert swag["doc"]["gold"] == int(swag["doc"]["label"])
+    boolq = _samples(out, "boolq")
+    assert all(s["doc"]["label"] == int(s["doc"]["answer"]) for s in boolq)
+    assert boolq[0]["arguments"]["gen_args_0"]["arg_0"].endswith("?\nAnswer:")
+
+
+def test_rerun_skips_finished_stock_tasks_and_refuses_another_nshot(leaderboard_sweep, tiny_model_dir, tiny_data_dir):
+    out, _ = leaderboard_sweep
+    common = dict(model="hf", model_args=f"pretrained={tiny_model_dir},dtype=float32", tasks="hellaswag,boolq", methods="null",
+                  output=out, profile="quick", overrides={"test_sample": 4, "settings": ["zero_shot"]},
+                  data_dir=str(tiny_data_dir), progress=False)
+    again = run_sweep(**common, leaderboard_tasks="hellaswag:2,boolq")
+    assert again.evaluated == 0 and not again.result_files
+    with pytest.raises(Exception, match="different protocol"):
+        run_sweep(**common, leaderboard_tasks="hellaswag:3")
+
+
+def test_cli_flags_parse_as_in_the_issue(tmp_path, capsys):
+    from instructeval_tasks.cli import build_parser, main
+
+    args = build_parser().parse_args(
+        ["run", "--model", "instructeval-hf", "--model_args", "pretrained=m", "--tasks", "hellaswag,boolq",
+         "--leaderboard-tasks", "--data-dir", "../shared/data", "--output", "runs/"]
+    )
+    assert args.leaderboard_tasks == "" and args.data_dir == "../shared/data" and args.leaderboard_map is None
+    args = build_parser().parse_args(["run", "--model", "hf", "--tasks", "hellaswag", "--output", "o", "--leaderboard-tasks", "hellaswag:25"])
+    assert args.leaderboard_tasks == "hellaswag:25"
+    assert build_parser().parse_args(["run", "--model", "hf", "--tasks", "hellaswag", "--output", "o"]).leaderboard_tasks is None
+    # A user error is one line and exit status 2, before any model is loaded.
+    code = main(["run", "--model", "dummy", "--tasks", "imdb", "--output", str(tmp_path), "--leaderboard-tasks", "imdb", "--dry-run"])
+    assert code == 2
+    assert capsys.readouterr().err.strip().startswith("instructeval: error: --leaderboard-tasks 'imdb': imdb has no stock counterpart")
