@@ -339,9 +339,6 @@ def run_sweep(
         meta = variant.protocol_metadata(prof, bank_dir=bank_dir, data_dir=data_dir)
         metadata[variant.name] = {**meta, **model_meta, "model_label": label,
                                   RUN_FINGERPRINT_KEY: for_task(run_fp, variant.task)}
-    datasets.disable_progress_bars()  # one sweep bar, not one "Map" bar per variant
-    preflight(plan, prof, metadata)
-
     stock_runs: list = []
     if leaderboard_tasks is not None:  # "" asks for every task that has a stock counterpart
         from .leaderboard import plan_leaderboard
@@ -357,6 +354,9 @@ def run_sweep(
             )
         for run in stock_runs:  # stock results are checked on resume like the variants
             run.metadata[RUN_FINGERPRINT_KEY] = for_task(run_fp, run.counterpart.task)
+
+    datasets.disable_progress_bars()  # one sweep bar, not one "Map" bar per variant
+    preflight(plan, prof, metadata)
 
     store = SweepStore(output, label)
     planned = {name: meta["variant_fingerprint"] for name, meta in metadata.items()}

@@ -144,3 +144,14 @@ def test_cli_flags_parse_as_in_the_issue(tmp_path, capsys):
     code = main(["run", "--model", "dummy", "--tasks", "imdb", "--output", str(tmp_path), "--leaderboard-tasks", "imdb", "--dry-run"])
     assert code == 2
     assert capsys.readouterr().err.strip().startswith("instructeval: error: --leaderboard-tasks 'imdb': imdb has no stock counterpart")
+
+
+def test_stock_tasks_need_the_local_executor_without_shards(tmp_path, capsys):
+    """The stock tasks share the sweep's in-process model: a shard or Ray sweep refuses them up front."""
+    from instructeval_tasks.cli import main
+
+    code = main(["run", "--model", "dummy", "--tasks", "hellaswag", "--output", str(tmp_path / "runs"),
+                 "--leaderboard-tasks", "--shard", "0/2", "--dry-run"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.startswith("instructeval: error: --leaderboard-tasks runs the stock tasks")
+    assert not (tmp_path / "runs").exists()
