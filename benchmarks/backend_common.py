@@ -104,13 +104,15 @@ def install_counters() -> dict[str, float]:
     return COUNTS
 
 
-def load_lm(name: str, model_dir: str | Path, batch_size: int, dtype: str):
+def load_lm(name: str, model_dir: str | Path, batch_size: int, dtype: str, extra: str = ""):
+    """The harness model ``name`` with ``pretrained=model_dir,dtype=dtype`` (plus ``extra`` model_args)."""
     import lm_eval.api.registry
 
-    import instructeval_tasks.backend  # noqa: F401  (registers instructeval-hf)
+    import instructeval_tasks.backend.model  # noqa: F401  (registers instructeval-hf)
 
     cls = lm_eval.api.registry.get_model(name)
-    return cls.create_from_arg_string(f"pretrained={model_dir},dtype={dtype}", {"batch_size": batch_size, "device": "cpu"})
+    model_args = f"pretrained={model_dir},dtype={dtype}" + (f",{extra}" if extra else "")
+    return cls.create_from_arg_string(model_args, {"batch_size": batch_size, "device": "cpu"})
 
 
 def task_objects(task: str, variants: list[dict[str, Any]], *, data_dir: str | Path, model_dir: str | Path,

@@ -115,3 +115,13 @@ def test_instructeval_run_with_the_hook(tmp_path, tiny_model_dir, tiny_data_dir)
     done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=REPO, env=ENV, timeout=600)
     assert done.returncode == 0, done.stderr[-4000:]
     assert list((tmp_path / "sweep").rglob("results_*.json"))
+
+
+def test_old_module_paths_are_the_new_modules():
+    from instructeval_tasks import backend_build, backend_hook, backend_tree
+    from instructeval_tasks.backend import build, evaluator, hook, rows, tree
+
+    assert backend_build is build
+    assert backend_hook.install is hook.install and backend_hook.TARGET == hook.TARGET
+    assert backend_tree.PrefixTree is tree.PrefixTree and backend_tree.Row is rows.Row
+    assert backend_tree.TreeEvaluator is evaluator.TreeEvaluator

@@ -6,7 +6,8 @@ import random
 
 import pytest
 
-from instructeval_tasks.backend_tree import Group, PrefixTree, Row
+from instructeval_tasks.backend.rows import Group, Row
+from instructeval_tasks.backend.tree import PrefixTree
 
 
 def trie_size(seqs) -> int:

@@ -1,0 +1,68 @@
+"""``--model instructeval-hf``: the harness ``hf`` backend, computing each shared prompt prefix once.
+
+Every few-shot variant repeats one prefix (instruction + K demos, hundreds of tokens) in front of
+every test example and every answer choice; the stock ``hf`` backend (``HFLM``) recomputes it for
+every (doc, choice) row. ``InstructEvalHFLM`` (``model``) is ``HFLM`` with the same ``model_args``
+and the same tokenisation (``_encode_pair``, BOS handling, left truncation to ``max_length``), but:
+
+- **log-likelihood** (``loglikelihood``): the token rows the stock backend would feed the model are
+  put in a token prefix tree (``tree``) and every distinct token position is computed once, in
+  batches of tree fragments (``rows``) that attend to their prefix's cached keys/values (``kv``)
+  through a tree-shaped attention mask (``masks``), scheduled by ``evaluator``. Scores,
+  ``is_greedy``, ``softmax_dtype`` and the request order follow ``HFLM._loglikelihood_tokens``.
+- **generation** (greedy, ``generation`` and ``decoder``): the contexts are prefilled through the
+  same tree (shared prefixes once), then each request is decoded greedily from its cached prompt,
+  stopping at EOS, at any ``until`` string or after ``max_gen_toks``, and post-processed as
+  ``HFLM.generate_until`` does.
+
+It falls back to the parent ``HFLM`` code, explicitly and with a logged reason (``support``), for
+anything else: ``loglikelihood_rolling``, seq2seq and multimodal models, attention implementations
+other than ``sdpa``/``eager``, layer types other than (windowed) attention, sequences longer than a
+sliding window, sampling or extra generation kwargs, generation configs with logits processors,
+and any model that fails the one-time self-check. ``prefix_sharing=False`` turns the whole backend
+into plain ``hf``.
+
+Extra ``model_args``:
+
+- ``prefix_sharing`` (default true);
+- ``pack_tokens`` (default 32): sibling subtrees shorter than this share one batch row;
+- ``decode_batch_size`` (default ``batch_size``): how many requests one greedy decoding step
+  advances together;
+- ``max_kv_memory`` (default ``400MB``; bytes, a size such as ``1GB``/``300MiB``, or ``none``): the
+  most key/value cache alive at once, i.e. the KV kept on tree nodes for prefixes still in use plus
+  the cache one forward pass fills (each row's past and its own tokens). When the next row would
+  exceed it, the pass runs with the rows it has and the rest wait for later passes (smaller passes,
+  same results); a pass always takes at least one row, so a budget below one sequence's KV is
+  exceeded by that row. Prompt caches waiting for greedy decoding count toward it too.
+
+``batch_size`` keeps its meaning as a compute-memory bound: a forward pass holds at most
+``batch_size`` x (longest request) tokens, the most a stock ``hf`` batch would.
+
+Registration: ``instructeval_tasks.backend:InstructEvalHFLM`` is the registry target; getting that
+attribute imports ``model``, whose ``@register_model`` registers ``instructeval-hf``. Importing this
+package itself is cheap (no torch), so the stdlib-only ``hook`` module under it can register a lazy
+placeholder when the harness's registry is imported (see its docstring for the ``.pth``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+MODEL_NAME = "instructeval-hf"
+
+_LAZY = {
+    "InstructEvalHFLM": "model",
+    "DEFAULT_MAX_KV_MEMORY": "model",
+    "TreeEvaluator": "evaluator",
+    "ModelSpec": "evaluator",
+    "PrefixTree": "tree",
+    "Node": "tree",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
