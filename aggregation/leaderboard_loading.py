@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from .issues import IssueLog
+from .json_input import BadJson, parse_json_bytes
 from .loading import expand_paths, find_samples, label_from_pretrained, parse_model_args, results_stamp
 
 
@@ -90,8 +91,8 @@ def read_stock_file(path: Path, known: Mapping[str, tuple[str, str]], issues: Is
     """The stock results of one results file (unreadable files are reported by ``loading``)."""
     file = str(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        data = parse_json_bytes(path.read_bytes())
+    except (OSError, BadJson):  # already reported, with its line, by ``loading``
         return []
     if not isinstance(data, dict) or not isinstance(data.get("results"), dict) or not isinstance(data.get("configs"), dict):
         return []
