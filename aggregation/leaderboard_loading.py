@@ -12,7 +12,6 @@ leaderboard-metric`` naming the file and metric (that result is dropped, the res
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from dataclasses import dataclass
