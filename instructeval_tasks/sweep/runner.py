@@ -37,6 +37,7 @@ from ..specs import get_spec, resolve_task_names
 from .identity import RUN_FINGERPRINT_KEY, for_task, run_fingerprint
 from .plan import MODEL_ARG_KEYS, Variant, build_plan, fingerprint
 from .profiles import Profile, get_profile
+from .env_info import environment_info_once
 from .executors import make_executor
 from .interrupts import StopRequests
 from .lock import RunLock, shard_lock_name
@@ -200,19 +201,20 @@ def evaluate_chunk(
 
     parts: list[dict[str, Any]] = []
     samples: dict[str, list[dict]] = {}
-    for variant in variants:
-        started = time.monotonic()
-        base = bases.setdefault(variant.task, base_task_config(variant.task))
-        task_class = base.get("class") or InstructEvalTask  # the YAML's class (Instruction Induction: its own)
-        task = task_class(config=variant_config(base, variant, profile, metadata[variant.name]))
-        results = lm_eval.simple_evaluate(model=lm, tasks=[task], log_samples=log_samples, verbosity="ERROR",
-                                          task_manager=object_task_manager())
-        variant_samples = results.pop("samples", None) or {}
-        if log_samples:
-            samples.update(variant_samples)
-        parts.append(results)
-        if on_variant is not None:
-            on_variant(variant, results, time.monotonic() - started)
+    with environment_info_once():  # torch's collect_env once per process, not ~4 s per variant
+        for variant in variants:
+            started = time.monotonic()
+            base = bases.setdefault(variant.task, base_task_config(variant.task))
+            task_class = base.get("class") or InstructEvalTask  # the YAML's class (Instruction Induction: its own)
+            task = task_class(config=variant_config(base, variant, profile, metadata[variant.name]))
+            results = lm_eval.simple_evaluate(model=lm, tasks=[task], log_samples=log_samples, verbosity="ERROR",
+                                              task_manager=object_task_manager())
+            variant_samples = results.pop("samples", None) or {}
+            if log_samples:
+                samples.update(variant_samples)
+            parts.append(results)
+            if on_variant is not None:
+                on_variant(variant, results, time.monotonic() - started)
     return merge_results(parts), samples
 
 
