@@ -16,7 +16,7 @@ the time in samples file names). On a shared machine the timings are noisy: comp
 run. Needs the prepared model and the shared data; exits 0 with a "skip:" line when either is
 missing, or when Ray is not installed (``pip install 'instructeval-harness[ray]'``).
 
-    python benchmarks/sweep_scaleout.py --model-dir models/smollm2-135m-instruct --data-dir ../shared/data
+    python benchmarks/sweep_scaleout.py --model-dir models/smollm2 --data-dir ../shared/data
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-_BACKEND_MODULE = Path(__file__).resolve().parent / "backend.py"
+_BACKEND_PACKAGE = Path(__file__).resolve().parent / "backend"  # the instructeval-hf backend
 
 
 def _init_parameters(path: Path) -> set[str]:
@@ -56,7 +56,8 @@ def backend_parameters() -> frozenset[str]:
     for path in sorted(root.glob("*.py")):
         if not path.name.startswith(("utils", "__")):
             names |= _init_parameters(path)
-    names |= _init_parameters(_BACKEND_MODULE)
+    for path in sorted(_BACKEND_PACKAGE.glob("*.py")):
+        names |= _init_parameters(path)
     return frozenset(names)
 
 

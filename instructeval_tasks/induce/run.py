@@ -23,7 +23,7 @@ low_perplexity,ape`` layers ``<output>`` over the shipped banks and picks the ba
 ``--model-label`` (default: the ``pretrained`` folder name, the same default as here).
 
 Example:
-    >>> run_induce(method="low_perplexity", model="hf", model_args="pretrained=models/smollm2-135m-instruct",
+    >>> run_induce(method="low_perplexity", model="hf", model_args="pretrained=models/smollm2",
     ...            tasks="agnews", data_dir="../shared/data", output="out/induced")   # doctest: +SKIP
 """
 

@@ -10,7 +10,7 @@ who evaluates the chunks: this process (``local``, the default) or a pool of Ray
 parts of the plan (``shards``).
 
 Example:
-    >>> report = run_sweep(model="hf", model_args="pretrained=models/smollm2-135m-instruct",
+    >>> report = run_sweep(model="hf", model_args="pretrained=models/smollm2",
     ...                    tasks=["agnews"], methods=["null", "generic"], profile="quick",
     ...                    data_dir="../shared/data", output="out/sweep")   # doctest: +SKIP
 """

@@ -179,12 +179,12 @@ def test_cli_resume_needs_no_model_and_batch_size_is_the_prompt_batch(trained, c
 def test_sweep_with_bank_dir_uses_the_rlprompt_bank(trained, tmp_path, tiny_model_args):
     from instructeval_tasks.sweep import run_sweep
 
-    label = trained.report.model_label
     report = run_sweep(output=tmp_path / "sweep", model="hf", model_args=tiny_model_args, tasks="agnews",
                        methods="rlprompt", bank_dir=str(trained.out), profile="quick", data_dir=str(trained.data),
-                       dry_run=True, progress=False, overrides={"settings": ["zero_shot"]})
+                       dry_run=True, progress=False, overrides={"settings": ["zero_shot"], "test_sample": 4})
     assert report.planned == 2
-    plan = json.loads((tmp_path / "sweep" / label / "sweep.json").read_text())
+    assert not (tmp_path / "sweep").exists()  # a dry run writes nothing; its plan comes back in the report
+    plan = report.plan
     bank = yaml.safe_load(trained.report.written[0].read_text())
     assert [(m, eid, text) for _t, m, eid, _sha, text in plan["instructions"]] == [
         ("rlprompt", e["id"], e["text"]) for e in bank["entries"]]
