@@ -48,6 +48,24 @@ THREADS_HELP = ("torch CPU threads, also passed to subprocesses as OMP_NUM_THREA
                 "machine two OpenMP threads stall behind other jobs and timings become noise); 0 keeps torch's default")
 
 
+def add_runtime_options(parser) -> None:
+    """``--dtype`` and ``--threads``, the two options every benchmark shares."""
+    parser.add_argument("--dtype", default="float32", help=DTYPE_HELP)
+    parser.add_argument("--threads", type=int, default=1, help=THREADS_HELP)
+
+
+def ready(args) -> bool:
+    """Print the ``skip:`` line and return False when an input is missing; else go offline and set
+    the thread count (``--threads``) and return True."""
+    skip = missing_inputs(args.model_dir, args.data_dir)
+    if skip:
+        print(skip)
+        return False
+    offline()
+    set_threads(args.threads)
+    return True
+
+
 def set_threads(n: int) -> None:
     if n > 0:
         os.environ["OMP_NUM_THREADS"] = str(n)

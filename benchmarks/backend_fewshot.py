@@ -31,8 +31,7 @@ def main() -> int:
     parser.add_argument("--shots", type=int, default=6)
     parser.add_argument("--seeds", type=int, default=4)
     parser.add_argument("--batch-size", "--batch_size", dest="batch_size", type=int, default=8)
-    parser.add_argument("--dtype", default="float32", help=bc.DTYPE_HELP)
-    parser.add_argument("--threads", type=int, default=1, help=bc.THREADS_HELP)
+    bc.add_runtime_options(parser)
     parser.add_argument("--method", default="generic", help="instruction bank method of the prefix (default generic)")
     parser.add_argument("--noise-batch-size", type=int, default=None,
                         help="also run hf at this batch size on the same variants: the stock backend's own batch-size "
@@ -42,12 +41,8 @@ def main() -> int:
                         help="also run hf in float32 on the same variants and report how far each backend's "
                              "log-likelihoods and predictions are from it (when --dtype is not float32)")
     args = parser.parse_args()
-    skip = bc.missing_inputs(args.model_dir, args.data_dir)
-    if skip:
-        print(skip)
+    if not bc.ready(args):
         return 0
-    bc.offline()
-    bc.set_threads(args.threads)
     import lm_eval
 
     counts = bc.install_counters()

@@ -46,15 +46,10 @@ def main() -> int:
     parser.add_argument("--shots", type=int, default=6)
     parser.add_argument("--counts", default="1,2,4,8")
     parser.add_argument("--batch-size", "--batch_size", dest="batch_size", type=int, default=8)
-    parser.add_argument("--dtype", default="float32", help=bc.DTYPE_HELP)
-    parser.add_argument("--threads", type=int, default=1, help=bc.THREADS_HELP)
+    bc.add_runtime_options(parser)
     args = parser.parse_args()
-    skip = bc.missing_inputs(args.model_dir, args.data_dir)
-    if skip:
-        print(skip)
+    if not bc.ready(args):
         return 0
-    bc.offline()
-    bc.set_threads(args.threads)
     import lm_eval
 
     counts_list = [int(c) for c in args.counts.split(",")]

@@ -47,15 +47,10 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--random-prompts", type=int, default=5)
     parser.add_argument("--score-batch-size", type=int, default=8)
-    parser.add_argument("--dtype", default="float32", help=bc.DTYPE_HELP)
-    parser.add_argument("--threads", type=int, default=1, help=bc.THREADS_HELP)
+    bc.add_runtime_options(parser)
     args = parser.parse_args()
-    skip = bc.missing_inputs(args.model_dir, args.data_dir)
-    if skip:
-        print(skip)
+    if not bc.ready(args):
         return 0
-    bc.offline()
-    bc.set_threads(args.threads)
     import torch
     import yaml
 

@@ -27,15 +27,10 @@ def main() -> int:
     parser.add_argument("--test-sample", type=int, default=16)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=8)
-    parser.add_argument("--dtype", default="float32", help=bc.DTYPE_HELP)
-    parser.add_argument("--threads", type=int, default=1, help=bc.THREADS_HELP)
+    bc.add_runtime_options(parser)
     args = parser.parse_args()
-    skip = bc.missing_inputs(args.model_dir, args.data_dir)
-    if skip:
-        print(skip)
+    if not bc.ready(args):
         return 0
-    bc.offline()
-    bc.set_threads(args.threads)
 
     import datasets
     import lm_eval
