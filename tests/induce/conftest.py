@@ -2,9 +2,39 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+
+POISON = "POISON-EVAL-ROW"
+
+
+def poisoned(row: dict) -> dict:
+    """The same fields, every string (and every string in a list) replaced by a poison value."""
+    out = {}
+    for key, value in row.items():
+        if isinstance(value, str):
+            out[key] = f"{POISON} {key}"
+        elif isinstance(value, list):
+            out[key] = [f"{POISON} {key} {i}" if isinstance(v, str) else v for i, v in enumerate(value)]
+        else:
+            out[key] = value
+    return out
+
+
+@pytest.fixture(scope="session")
+def poisoned_data(tmp_path_factory, tiny_rows) -> SimpleNamespace:
+    """The tiny data with every EVAL row poisoned (``dir``), and the poison (``marker``): a request
+    that contains the marker read the evaluation split."""
+    data = tmp_path_factory.mktemp("poisoned_data")
+    for local, splits in tiny_rows.items():
+        (data / local).mkdir(parents=True)
+        for split, rows in splits.items():
+            rows = [poisoned(r) for r in rows] if split == "eval" else rows
+            (data / local / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return SimpleNamespace(dir=data, marker=POISON)
 
 
 @pytest.fixture(scope="session")

@@ -19,33 +19,14 @@ from instructeval_banks import BankError, check_bank_dir, load_bank, load_bank_d
 from instructeval_tasks.induce.common import InduceError
 from instructeval_tasks.induce.run import run_induce
 
-POISON = "POISON-EVAL-ROW"
 PPL_KNOBS = {"candidates": "generic", "n_inputs": 3, "k": 3}
 APE_KNOBS = {"n_demo_sets": 2, "n_demos": 3, "n_samples": 1, "max_gen_toks": 6, "n_exec": 4, "k": 2}
 
 
-def _poisoned(row: dict) -> dict:
-    """The same fields, every string replaced by a poison value."""
-    out = {}
-    for key, value in row.items():
-        if isinstance(value, str):
-            out[key] = f"{POISON} {key}"
-        elif isinstance(value, list):
-            out[key] = [f"{POISON} {key} {i}" if isinstance(v, str) else v for i, v in enumerate(value)]
-        else:
-            out[key] = value
-    return out
-
-
 @pytest.fixture(scope="module")
-def induced(tmp_path_factory, tiny_rows, tiny_lm, tiny_model_args):
+def induced(tmp_path_factory, poisoned_data, tiny_lm, tiny_model_args):
     root = tmp_path_factory.mktemp("induce")
-    data = root / "data"
-    for local, splits in tiny_rows.items():
-        (data / local).mkdir(parents=True)
-        for split, rows in splits.items():
-            rows = [_poisoned(r) for r in rows] if split == "eval" else rows
-            (data / local / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    data = poisoned_data.dir
     seen: list[tuple[str, tuple]] = []
     originals = {}
     for name in ("loglikelihood", "loglikelihood_rolling", "generate_until"):
@@ -65,7 +46,7 @@ def induced(tmp_path_factory, tiny_rows, tiny_lm, tiny_model_args):
     finally:
         for name in originals:
             delattr(tiny_lm, name)
-    return types.SimpleNamespace(root=root, data=data, out=root / "out", ppl=ppl, ape=ape, calls=seen,
+    return types.SimpleNamespace(root=root, data=data, poison=poisoned_data.marker, out=root / "out", ppl=ppl, ape=ape, calls=seen,
                                  ppl_calls=ppl_calls, common=common)
 
 
@@ -131,7 +112,7 @@ def test_bank_files_validate_load_and_carry_provenance(induced):
 def test_ape_never_touches_the_eval_split_and_records_every_candidate(induced, tiny_rows):
     """Generation demos and execution-accuracy rows are train rows; the poisoned eval rows never reach the model."""
     everything = json.dumps([call for call in induced.calls])
-    assert POISON not in everything
+    assert induced.poison not in everything
     data = yaml.safe_load(induced.ape.written[0].read_text())
     prov = data["provenance"]
     rows = tiny_rows["ag_news"]["train"]

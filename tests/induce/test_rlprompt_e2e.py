@@ -16,12 +16,7 @@ from instructeval_banks import check_bank_dir, load_bank_dir
 from instructeval_tasks.induce.common import InduceError
 from instructeval_tasks.induce.run import run_induce
 
-POISON = "POISON-EVAL-ROW"
 KNOBS = {"steps": 4, "prompt_batch": 2, "inputs_per_step": 4, "n_exec": 4, "finalists": 3, "k": 2, "checkpoint_every": 2}
-
-
-def _poisoned(row: dict) -> dict:
-    return {key: (f"{POISON} {key}" if isinstance(value, str) else value) for key, value in row.items()}
 
 
 class _Interrupt(Exception):
@@ -29,14 +24,9 @@ class _Interrupt(Exception):
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory, tiny_rows, tiny_lm, tiny_model_args):
+def trained(tmp_path_factory, poisoned_data, tiny_lm, tiny_model_args):
     root = tmp_path_factory.mktemp("rlprompt")
-    data = root / "data"
-    for local, splits in tiny_rows.items():
-        (data / local).mkdir(parents=True)
-        for split, rows in splits.items():
-            rows = [_poisoned(r) for r in rows] if split == "eval" else rows
-            (data / local / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    data = poisoned_data.dir
     seen: list[list[tuple]] = []
     original = tiny_lm.loglikelihood
 
@@ -51,7 +41,7 @@ def trained(tmp_path_factory, tiny_rows, tiny_lm, tiny_model_args):
         report = run_induce(method="rlprompt", output=root / "out", **common, **KNOBS)
     finally:
         del tiny_lm.loglikelihood
-    return types.SimpleNamespace(root=root, data=data, out=root / "out", report=report, calls=seen, common=common)
+    return types.SimpleNamespace(root=root, data=data, poison=poisoned_data.marker, out=root / "out", report=report, calls=seen, common=common)
 
 
 def _news(context: str) -> str:
@@ -61,7 +51,7 @@ def _news(context: str) -> str:
 def test_training_and_ranking_read_only_train_rows(trained, tiny_rows):
     """Every request is a train row; training rows and the held-out slice are disjoint; the poisoned
     eval rows never reach the model. One loglikelihood call per step plus one for the finalists."""
-    assert POISON not in json.dumps(trained.calls)
+    assert trained.poison not in json.dumps(trained.calls)
     rows = tiny_rows["ag_news"]["train"]
     data = yaml.safe_load(trained.report.written[0].read_text())
     held = data["provenance"]["heldout_slice"]["train_indices"]
