@@ -66,7 +66,7 @@ DATA_DIR_ENV = "INSTRUCTEVAL_DATA_DIR"
 HARNESS_KEYS = frozenset({"version", "instructeval_task", "config_source", "_metadata", "config"})
 # Written by ``instructeval run`` into every variant's metadata for the record (the resume check and
 # the aggregation read them back from the results); the task itself does not act on them.
-RECORD_KEYS = frozenset({"sweep", "variant_fingerprint", "model_label", "run_fingerprint"})
+RECORD_KEYS = frozenset({"sweep", "variant_fingerprint", "model_label", "run_fingerprint", "budget"})
 
 
 class OptionError(UserError, ValueError):

@@ -58,6 +58,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "or those listed; :N sets the n-shot, e.g. hellaswag:25)")
     parser.add_argument("--leaderboard-map", dest="leaderboard_map", default=None, metavar="FILE",
                         help="YAML map of InstructEval task -> stock task, metric, n-shot (default: the shipped one)")
+    budget = parser.add_argument_group("budgeted sweeps (see the README's 'Budgeted sweeps')")
+    budget.add_argument("--budget", type=float, default=None, metavar="F",
+                        help="evaluate a seeded share F in (0, 1] of each (task, setting)'s (instruction, test item) "
+                             "cells; 'instructeval aggregate' estimates the rest with an item-response model")
+    budget.add_argument("--budget-seed", dest="budget_seed", type=int, default=0, help="seed of the cell draw (default 0)")
+    budget.add_argument("--budget-min-items", dest="budget_min_items", type=int, default=None,
+                        help="items every instruction gets at least (default 10)")
     group = parser.add_argument_group("protocol overrides (default: the profile's value)")
     group.add_argument("--num-fewshot", dest="num_fewshot", type=int)
     group.add_argument("--selections", dest="n_selections", type=int, help="demo selections (few-shot and selectional std)")
@@ -84,10 +91,20 @@ OVERRIDE_KEYS = (
 
 
 def run(args: argparse.Namespace) -> int:
+    from instructeval_tasks.errors import UserError
     from instructeval_tasks.sweep import run_sweep
+    from instructeval_tasks.sweep.budget import DEFAULT_MIN_ITEMS, Budget
 
     batch_size = int(args.batch_size) if str(args.batch_size).isdigit() else args.batch_size
     overrides = {key: getattr(args, key) for key in OVERRIDE_KEYS}
+    budget = None
+    if args.budget is not None:
+        if not args.log_samples:
+            raise UserError("--budget needs the per-sample logs (the estimates are fitted to them): drop --no-log-samples")
+        min_items = args.budget_min_items if args.budget_min_items is not None else DEFAULT_MIN_ITEMS
+        budget = Budget(args.budget, seed=args.budget_seed, min_items=min_items)
+    elif args.budget_seed or args.budget_min_items is not None:
+        raise UserError("--budget-seed and --budget-min-items only apply with --budget F")
     report = run_sweep(
         model=args.model,
         model_args=args.model_args,
@@ -112,6 +129,7 @@ def run(args: argparse.Namespace) -> int:
         shard=args.shard,
         leaderboard_tasks=args.leaderboard_tasks,
         leaderboard_map=args.leaderboard_map,
+        budget=budget,
     )
     print(f"{report.planned} planned, {report.skipped} skipped (done), {report.evaluated} evaluated: {report.output_dir}")
     return 0

@@ -37,6 +37,7 @@ from ..specs import get_spec, resolve_task_names
 from .identity import RUN_FINGERPRINT_KEY, for_task, run_fingerprint
 from .plan import MODEL_ARG_KEYS, Variant, build_plan, fingerprint
 from .profiles import Profile, get_profile
+from .budget import BUDGET_KEY, Budget, assign_cells, budget_record
 from .env_info import environment_info_once
 from .executors import make_executor
 from .interrupts import StopRequests
@@ -207,8 +208,12 @@ def evaluate_chunk(
             base = bases.setdefault(variant.task, base_task_config(variant.task))
             task_class = base.get("class") or InstructEvalTask  # the YAML's class (Instruction Induction: its own)
             task = task_class(config=variant_config(base, variant, profile, metadata[variant.name]))
+            budget = metadata[variant.name].get(BUDGET_KEY)
+            # A budgeted variant evaluates its cells through the harness's own doc selection
+            # (``lm_eval --samples``); the logged doc_id stays the item's position in the test sample.
+            items = {variant.name: list(budget["items"])} if budget else None
             results = lm_eval.simple_evaluate(model=lm, tasks=[task], log_samples=log_samples, verbosity="ERROR",
-                                              task_manager=object_task_manager())
+                                              task_manager=object_task_manager(), samples=items)
             variant_samples = results.pop("samples", None) or {}
             if log_samples:
                 samples.update(variant_samples)
@@ -241,25 +246,58 @@ def evaluate_job(
     return results, samples
 
 
-def preflight(plan: list[Variant], profile: Profile, metadata: dict[str, dict[str, Any]]) -> None:
+def preflight(plan: list[Variant], profile: Profile, metadata: dict[str, dict[str, Any]]) -> dict[str, list[Any]]:
     """Build the first variant of every (task, setting) as a task before the model loads.
 
     Building a task reads its metadata options, its data and its instruction, and draws its test
     sample and demos: a bad value there (a test sample larger than the eval split, an option out
     of range, a malformed data file) stops the sweep now instead of after the model load, and
     ``--dry-run`` reports it too.
+
+    Returns each task's test items' classes, in doc order (``--budget`` balances them): the gold
+    label of classification and multiple-choice items, one class for the others.
     """
     from ..task import InstructEvalTask
 
     bases: dict[str, dict[str, Any]] = {}
     seen: set[tuple[str, str]] = set()
+    classes: dict[str, list[Any]] = {}
     for variant in plan:
         if (variant.task, variant.setting) in seen:
             continue
         seen.add((variant.task, variant.setting))
         base = bases.setdefault(variant.task, base_task_config(variant.task))
         task_class = base.get("class") or InstructEvalTask
-        task_class(config=variant_config(base, variant, profile, metadata[variant.name]))
+        task = task_class(config=variant_config(base, variant, profile, metadata[variant.name]))
+        if variant.task not in classes:
+            kind = get_spec(variant.task).kind
+            classes[variant.task] = [task.doc_to_target(doc) if kind in ("cls", "mcq") else 0 for doc in task.eval_docs]
+    return classes
+
+
+def apply_budget(plan: list[Variant], metadata: dict[str, dict[str, Any]], classes: dict[str, list[Any]],
+                 budget: Budget) -> dict[str, Any]:
+    """Record each variant's cells under ``metadata[name]["budget"]`` (see ``budget``); returns the totals.
+
+    A grid is one (task, setting code); its fingerprint-bearing metadata changes, so a budgeted
+    variant is never taken for the full one on resume (nor the reverse).
+    """
+    grids: dict[str, list[Variant]] = {}
+    for variant in plan:
+        grids.setdefault(f"{variant.task}:{variant.setting_code}", []).append(variant)
+    cells = size = 0
+    for grid, variants in grids.items():
+        labels = classes[variants[0].task]
+        chosen = assign_cells([v.name for v in variants], labels, budget, grid)
+        grid_cells = sum(len(items) for items in chosen.values())
+        cells += grid_cells
+        size += len(labels) * len(variants)
+        for variant in variants:
+            record = budget_record(budget, chosen[variant.name], len(labels), grid, grid_cells, len(labels) * len(variants))
+            meta = metadata[variant.name]
+            meta[BUDGET_KEY] = record
+            meta["variant_fingerprint"] = fingerprint({"full": meta["variant_fingerprint"], BUDGET_KEY: record})
+    return {**budget.as_dict(), "grids": len(grids), "cells": cells, "grid_size": size}
 
 
 def _primary(result: dict[str, Any]) -> tuple[str, float | None]:
@@ -297,6 +335,7 @@ def run_sweep(
     shard: str | ShardSpec | None = None,
     leaderboard_tasks: str | None = None,
     leaderboard_map: str | None = None,
+    budget: float | Budget | None = None,
 ) -> SweepReport:
     """Run (or resume) a sweep; see the module docstring. Returns a ``SweepReport``.
 
@@ -318,6 +357,8 @@ def run_sweep(
     args_dict = parse_model_args(model_args)
     runner = make_executor(executor, workers=workers, ray_address=ray_address, worker_resources=worker_resources, lm=lm)
     part = ShardSpec.parse(shard)
+    if budget is not None and not isinstance(budget, Budget):
+        budget = Budget(budget)
     if lm is None:
         check_backend(model)
     batch_size = check_batch_size(batch_size)
@@ -358,7 +399,14 @@ def run_sweep(
             run.metadata[RUN_FINGERPRINT_KEY] = for_task(run_fp, run.counterpart.task)
 
     datasets.disable_progress_bars()  # one sweep bar, not one "Map" bar per variant
-    preflight(plan, prof, metadata)
+    classes = preflight(plan, prof, metadata)
+    budget_totals = apply_budget(plan, metadata, classes, budget) if budget is not None else None
+    if budget_totals:
+        echo(f"budget {budget.fraction:g} (seed {budget.seed}): {budget_totals['cells']:,} of "
+             f"{budget_totals['grid_size']:,} (instruction, item) cells "
+             f"({budget_totals['cells'] / max(budget_totals['grid_size'], 1):.1%}) in {budget_totals['grids']} "
+             f"(task, setting) grid(s); every instruction >= {min(budget.min_items, min(len(c) for c in classes.values()))} "
+             f"items, every item >= 1 instruction")
 
     store = SweepStore(output, label)
     planned = {name: meta["variant_fingerprint"] for name, meta in metadata.items()}
@@ -391,6 +439,7 @@ def run_sweep(
         "instructions": sorted({(v.task, v.entry.method, v.entry.id, v.entry.sha, v.entry.text) for v in plan}),
         "variants": [v.name for v in plan],
         "leaderboard": [run.metadata["leaderboard"] for run in stock_runs],
+        BUDGET_KEY: budget_totals,
     }
 
     def announce_stock() -> None:

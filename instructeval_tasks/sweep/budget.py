@@ -1,0 +1,160 @@
+"""``--budget F``: evaluate a seeded share of the (instruction, test item) cells of each grid.
+
+A *grid* is one (task, setting code) of a sweep -- e.g. AG News zero-shot, or AG News few-shot with
+demo set 0 -- whose rows are the plan's instructions and whose columns are the test sample's items
+(positions 0..n-1 in the task's evaluation docs, the harness's ``doc_id``). A budget keeps about
+``F`` of its ``m x n`` cells, with three guarantees:
+
+- **every instruction** gets ``q = max(ceil(F * n), min_items, ceil(n / m))`` items (at most ``n``);
+- **every item** gets at least one instruction;
+- **classes are balanced** within each instruction's items: the gold classes' counts differ by at
+  most one (``balanced_counts``), as far as each class's items allow; the extra items go to a
+  different class for each instruction.
+
+Items are dealt from one shuffled queue per class, so each item is used ``floor`` or ``ceil`` of
+its class's share before any item is used again; an item still uncovered at the end (a class
+whose share is smaller than its size) joins the instruction with the fewest cells. Every draw comes
+from ``random.Random(f"instructeval-budget:{grid}:{seed}")``: the cells of one grid never depend
+on another's, and the same command draws the same cells.
+
+The runner evaluates each variant on its cells through the harness's own ``samples`` argument of
+``simple_evaluate`` (``lm_eval --samples``): every variant is still one standard results entry with
+per-sample logs whose ``doc_id`` is the item's position in the test sample. The cells are recorded
+in the variant's metadata under ``budget`` (and so in its fingerprint); ``instructeval aggregate``
+fits an item-response model to them (``instructeval_aggregation.irt``).
+
+Example:
+    >>> cells = assign_cells(["a", "b", "c", "d"], [0, 0, 0, 1, 1, 1], Budget(0.5, min_items=2), "demo:zs")
+    >>> {k: len(v) for k, v in cells.items()}
+    {'a': 3, 'b': 3, 'c': 3, 'd': 3}
+    >>> sorted(set().union(*cells.values())) == list(range(6))
+    True
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import asdict, dataclass
+from typing import Any, Hashable, Sequence
+
+from ..errors import UserError
+from ..sampling import balanced_counts
+
+BUDGET_KEY = "budget"
+DEFAULT_MIN_ITEMS = 10
+
+
+class BudgetError(UserError, ValueError):
+    """A ``--budget`` option out of range."""
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A share ``fraction`` of each grid's cells, drawn with ``seed``; ``min_items`` per instruction."""
+
+    fraction: float
+    seed: int = 0
+    min_items: int = DEFAULT_MIN_ITEMS
+
+    def __post_init__(self) -> None:
+        if isinstance(self.fraction, bool) or not isinstance(self.fraction, (int, float)) or not 0 < self.fraction <= 1:
+            raise BudgetError(f"--budget {self.fraction!r}: expected a share of the cells in (0, 1], e.g. --budget 0.1")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise BudgetError(f"--budget-seed {self.seed!r}: expected an integer >= 0")
+        if isinstance(self.min_items, bool) or not isinstance(self.min_items, int) or self.min_items < 1:
+            raise BudgetError(f"--budget-min-items {self.min_items!r}: expected an integer >= 1")
+
+    def quota(self, n_items: int, n_instructions: int) -> int:
+        """Items per instruction: ``min(n, max(ceil(F * n), min_items, ceil(n / m)))``.
+
+        Example:
+            >>> Budget(0.1).quota(100, 51)
+            10
+            >>> Budget(0.1, min_items=3).quota(100, 5)
+            20
+        """
+        if n_items <= 0 or n_instructions <= 0:
+            return 0
+        wanted = max(math.ceil(self.fraction * n_items - 1e-9), self.min_items, math.ceil(n_items / n_instructions))
+        return min(n_items, wanted)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _sorted_classes(labels: Sequence[Hashable]) -> list[Hashable]:
+    try:
+        return sorted(set(labels))
+    except TypeError:  # mixed label types: any fixed order will do
+        return sorted(set(labels), key=repr)
+
+
+def _class_counts(quota: int, sizes: list[int], rotation: int) -> list[int]:
+    """``balanced_counts(quota, C)`` rotated by ``rotation``, capped at each class's size.
+
+    Items a full class cannot take go, one at a time, to the classes with room, smallest count first.
+    """
+    counts = balanced_counts(quota, len(sizes))
+    shift = rotation % len(sizes)
+    counts = counts[-shift:] + counts[:-shift] if shift else counts
+    counts = [min(c, s) for c, s in zip(counts, sizes)]
+    while sum(counts) < quota:
+        room = [i for i in range(len(sizes)) if counts[i] < sizes[i]]
+        counts[min(room, key=lambda i: (counts[i], i))] += 1
+    return counts
+
+
+def assign_cells(
+    instructions: Sequence[str], labels: Sequence[Hashable], budget: Budget, grid: str
+) -> dict[str, list[int]]:
+    """The item positions (sorted) each instruction of one grid evaluates; see the module doc.
+
+    ``labels[j]`` is item j's gold class (one constant for tasks without classes); ``grid`` names
+    the grid in the seed (``"<task>:<setting code>"``).
+    """
+    n, m = len(labels), len(instructions)
+    if len(set(instructions)) != m:
+        raise ValueError("instruction names must be unique within a grid")
+    if n == 0 or m == 0:
+        return {name: [] for name in instructions}
+    rng = random.Random(f"instructeval-budget:{grid}:{budget.seed}")
+    classes = _sorted_classes(labels)
+    pools = [[j for j, label in enumerate(labels) if label == c] for c in classes]
+    queues: list[list[int]] = [[] for _ in classes]
+    quota = budget.quota(n, m)
+
+    def take(c: int, k: int, chosen: set[int]) -> None:
+        while k > 0:
+            if not queues[c]:
+                queues[c] = rng.sample(pools[c], len(pools[c]))
+            item = queues[c].pop()
+            if item not in chosen:  # only after a wrap-around: every item was dealt once already
+                chosen.add(item)
+                k -= 1
+
+    cells: list[set[int]] = []
+    for row in range(m):
+        chosen: set[int] = set()
+        for c, k in enumerate(_class_counts(quota, [len(p) for p in pools], row)):
+            take(c, k, chosen)
+        cells.append(chosen)
+    covered = set().union(*cells)
+    uncovered = [j for j in range(n) if j not in covered]
+    tie_break = rng.sample(range(m), m)
+    for item in rng.sample(uncovered, len(uncovered)):
+        row = min(range(m), key=lambda r: (len(cells[r]), tie_break.index(r)))
+        cells[row].add(item)
+    return {name: sorted(rows) for name, rows in zip(instructions, cells)}
+
+
+def budget_record(budget: Budget, items: list[int], n_items: int, grid: str, grid_cells: int, grid_size: int) -> dict[str, Any]:
+    """What a budgeted variant's metadata records under ``budget``."""
+    return {
+        **budget.as_dict(),
+        "grid": grid,
+        "items": items,
+        "n_items": n_items,
+        "grid_cells": grid_cells,
+        "grid_size": grid_size,
+    }

@@ -1,0 +1,169 @@
+"""``--budget``: the cell sampler's guarantees, and budgeted sweeps through the harness."""
+
+from __future__ import annotations
+
+import collections
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from instructeval_tasks.sweep import run_sweep
+from instructeval_tasks.sweep.budget import Budget, BudgetError, assign_cells
+from instructeval_tasks.sweep.store import SweepStoreError
+
+NAMES = [f"instr-{k}" for k in range(51)]
+AGNEWS_LABELS = [j % 4 for j in range(100)]  # a balanced 100-item sample of 4 classes
+
+
+@pytest.mark.parametrize("fraction, min_items, expected", [(0.1, 10, 10), (0.25, 10, 25), (0.05, 10, 10), (0.05, 3, 5)])
+def test_every_instruction_gets_its_quota(fraction, min_items, expected):
+    cells = assign_cells(NAMES, AGNEWS_LABELS, Budget(fraction, min_items=min_items), "agnews:zs")
+    assert {len(items) for items in cells.values()} == {expected}
+    assert all(items == sorted(set(items)) for items in cells.values())
+
+
+def test_quota_covers_every_item_when_instructions_are_few():
+    # 3 instructions x ceil(0.1 * 100) = 30 cells cannot cover 100 items: the quota rises to ceil(100 / 3).
+    cells = assign_cells(["a", "b", "c"], AGNEWS_LABELS, Budget(0.1), "agnews:zs")
+    assert {len(items) for items in cells.values()} == {34}
+    assert set().union(*cells.values()) == set(range(100))
+
+
+@pytest.mark.parametrize("fraction", [0.05, 0.1, 0.25])
+def test_every_item_is_covered_and_used_evenly(fraction):
+    cells = assign_cells(NAMES, AGNEWS_LABELS, Budget(fraction), "agnews:fs-d0")
+    uses = collections.Counter(j for items in cells.values() for j in items)
+    assert set(uses) == set(range(100))
+    assert max(uses.values()) - min(uses.values()) <= 1  # dealt from per-class queues
+
+
+def test_classes_are_balanced_within_each_instruction():
+    cells = assign_cells(NAMES, AGNEWS_LABELS, Budget(0.1), "agnews:zs")
+    extras = collections.Counter()
+    for items in cells.values():
+        counts = collections.Counter(AGNEWS_LABELS[j] for j in items)
+        assert sorted(counts.values()) == [2, 2, 3, 3]  # balanced_counts(10, 4)
+        extras.update(c for c, k in counts.items() if k == 3)
+    assert set(extras) == {0, 1, 2, 3}  # the extra items rotate over the classes
+
+
+def test_balance_follows_uneven_classes_as_far_as_they_go():
+    labels = [0] * 90 + [1] * 10  # a multiple-choice sample whose gold answers are uneven
+    cells = assign_cells(["a", "b", "c", "d"], labels, Budget(0.3, min_items=5), "hellaswag:zs")
+    for items in cells.values():
+        counts = collections.Counter(labels[j] for j in items)
+        assert len(items) >= 30 and counts[1] == 10  # the small class gives all it has, the large one the rest
+    assert set().union(*cells.values()) == set(range(100))
+    # 4 x 20 draws leave 10 of the 90 class-0 items uncovered: each joins the smallest instruction.
+    assert sorted(len(items) for items in cells.values()) == [32, 32, 33, 33]
+
+
+def test_draws_are_seeded_per_grid_and_reproducible():
+    budget = Budget(0.1)
+    first = assign_cells(NAMES, AGNEWS_LABELS, budget, "agnews:zs")
+    assert assign_cells(NAMES, AGNEWS_LABELS, budget, "agnews:zs") == first
+    assert assign_cells(NAMES, AGNEWS_LABELS, budget, "agnews:fs-d0") != first
+    assert assign_cells(NAMES, AGNEWS_LABELS, Budget(0.1, seed=1), "agnews:zs") != first
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"fraction": 0}, r"--budget 0: expected a share"),
+    ({"fraction": 1.5}, r"--budget 1.5"),
+    ({"fraction": 0.1, "seed": -1}, r"--budget-seed"),
+    ({"fraction": 0.1, "min_items": 0}, r"--budget-min-items"),
+])
+def test_bad_budgets_are_user_errors(kwargs, message):
+    with pytest.raises(BudgetError, match=message):
+        Budget(**kwargs)
+
+
+def _variants(root: Path) -> dict[str, dict]:
+    found = {}
+    for path in sorted(root.rglob("results_*.json")):
+        data = json.loads(path.read_text())
+        for name, result in data["results"].items():
+            found[name] = {"meta": data["configs"][name]["metadata"], "result": result, "n": data["n-samples"][name]}
+    return found
+
+
+def _sweep(out: Path, model_dir: Path, data_dir: Path, budget, **kwargs):
+    return run_sweep(
+        model="hf", model_args=f"pretrained={model_dir},dtype=float32", tasks="agnews,hellaswag", methods="null,generic",
+        output=out, profile="quick", data_dir=str(data_dir), progress=False, budget=budget,
+        overrides={"instructions_per_method": 5, "test_sample": 8, "settings": ["zero_shot", "few_shot"], "n_selections": 1},
+        **kwargs,
+    )
+
+
+@pytest.fixture(scope="module")
+def budgeted_sweep(tmp_path_factory, tiny_model_dir, tiny_data_dir):
+    out = tmp_path_factory.mktemp("budget")
+    report = _sweep(out, tiny_model_dir, tiny_data_dir, Budget(0.25, min_items=2))
+    return out, report
+
+
+def test_budgeted_variants_evaluate_exactly_their_cells(budgeted_sweep):
+    out, report = budgeted_sweep
+    variants = _variants(out)
+    assert report.evaluated == len(variants) == 24
+    grids = collections.defaultdict(list)
+    for name, v in variants.items():
+        budget = v["meta"]["budget"]
+        assert budget["fraction"] == 0.25 and budget["seed"] == 0 and budget["n_items"] == 8
+        assert v["n"] == {"original": 8, "effective": len(budget["items"])}
+        grids[budget["grid"]].append(budget["items"])
+        samples = list(out.rglob(f"samples_{name}_*.jsonl"))
+        assert len(samples) == 1
+        doc_ids = [json.loads(line)["doc_id"] for line in samples[0].read_text().splitlines()]
+        assert doc_ids == budget["items"]  # the logged doc_id is the item's position in the test sample
+    assert sorted(grids) == ["agnews:fs-d0", "agnews:zs", "hellaswag:fs-d0", "hellaswag:zs"]
+    for items in grids.values():
+        assert set().union(*map(set, items)) == set(range(8)) and {len(i) for i in items} == {2}
+    assert report.plan["budget"]["cells"] == 48 and report.plan["budget"]["grid_size"] == 192
+
+
+def test_a_budgeted_variant_scores_its_cells_as_the_full_run_does(budgeted_sweep, tmp_path, tiny_model_dir, tiny_data_dir):
+    out, _ = budgeted_sweep
+    full_dir = tmp_path / "full"
+    _sweep(full_dir, tiny_model_dir, tiny_data_dir, None)
+    full_samples = {}
+    for path in full_dir.rglob("samples_*.jsonl"):
+        for line in path.read_text().splitlines():
+            row = json.loads(line)
+            full_samples[(path.name.split("_2")[0], row["doc_id"])] = row["acc"]
+    checked = 0
+    for path in out.rglob("samples_*.jsonl"):
+        for line in path.read_text().splitlines():
+            row = json.loads(line)
+            assert full_samples[(path.name.split("_2")[0], row["doc_id"])] == row["acc"]
+            checked += 1
+    assert checked == 48
+
+
+def test_resume_skips_the_same_budget_and_refuses_another(budgeted_sweep, tiny_model_dir, tiny_data_dir):
+    out, _ = budgeted_sweep
+    again = _sweep(out, tiny_model_dir, tiny_data_dir, Budget(0.25, min_items=2))
+    assert again.skipped == 24 and again.evaluated == 0
+    with pytest.raises(SweepStoreError, match="different protocol"):
+        _sweep(out, tiny_model_dir, tiny_data_dir, Budget(0.25, min_items=2, seed=1), dry_run=True)
+    with pytest.raises(SweepStoreError, match="different protocol"):
+        _sweep(out, tiny_model_dir, tiny_data_dir, None, dry_run=True)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--budget", "0"], "--budget 0.0: expected a share of the cells in (0, 1]"),
+    (["--budget", "0.1", "--no-log-samples"], "--budget needs the per-sample logs"),
+    (["--budget-seed", "3"], "only apply with --budget"),
+])
+def test_cli_budget_errors_are_one_line(tmp_path, args, message):
+    proc = subprocess.run(
+        [sys.executable, "-m", "instructeval_tasks.cli", "run", "--model", "hf", "--tasks", "agnews", "--output",
+         str(tmp_path / "o"), *args], capture_output=True, text=True,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [f"instructeval: error: {message}"] or message in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "o").exists()
