@@ -58,6 +58,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-samples", action="store_true", help="do not read per-sample logs (no CIs, tests, worst-case)")
     parser.add_argument("--no-plots", action="store_true", help="do not draw figures")
     parser.add_argument("--strict", action="store_true", help="treat warnings as errors: stop before writing anything")
+    parser.add_argument("--irt-bootstrap", dest="irt_bootstrap", type=int, default=200, metavar="B",
+                        help="bootstrap replicates of the budgeted sweeps' item-response estimates (0: off; default 200)")
+    parser.add_argument("--no-irt-method-covariate", dest="irt_method_covariate", action="store_false",
+                        help="fit the budgeted sweeps' item-response model without a method effect")
     parser.add_argument("--model-alias", dest="model_alias", action="append", default=[], metavar="NAME=LABEL",
                         help="compare stock results of model NAME with the InstructEval runs of LABEL (repeatable)")
     parser.add_argument("--leaderboard-map", dest="leaderboard_map", default=None, metavar="FILE",
@@ -100,6 +104,8 @@ def run(args: argparse.Namespace) -> int:
         decimals=args.decimals,
         strict=args.strict,
         use_samples=not args.no_samples,
+        irt_boot=args.irt_bootstrap,
+        irt_method_covariate=args.irt_method_covariate,
     )
     from .leaderboard_loading import parse_aliases
     from .leaderboard_report import add_leaderboard

@@ -15,6 +15,8 @@ from typing import Any
 import pandas as pd
 
 from .bootstrap import bootstrap_cells, paired_tests
+from .budgeted import DEFAULT_IRT_BOOT, BudgetEstimates, estimate_budgeted
+from .estimate_marks import mark_estimates
 from .catalog import ACCURACY_METRICS, GENERATION_METRICS, METRIC_TITLES, SENSITIVITY_METRICS, order_methods, order_tasks
 from .issues import AggregationError, Issue, IssueLog
 from .records import RunInfo, RunSet
@@ -46,6 +48,8 @@ class AggregateOptions:
         decimals: decimals printed in Markdown/LaTeX.
         strict: warnings count as errors (raise before anything is written).
         use_samples: read per-sample logs (intervals, tests, worst-case accuracy).
+        irt_boot: bootstrap replicates of the budgeted sweeps' item-response estimates (0: none).
+        irt_method_covariate: the item-response model has a method effect (``budgeted.py``).
     """
 
     metric: str | None = None
@@ -62,6 +66,8 @@ class AggregateOptions:
     decimals: int = 3
     strict: bool = False
     use_samples: bool = True
+    irt_boot: int = DEFAULT_IRT_BOOT
+    irt_method_covariate: bool = True
 
     def validate(self) -> None:
         if self.metric not in (None, "acc_per_token", "acc", "acc_norm"):
@@ -84,6 +90,8 @@ class AggregateOptions:
             raise AggregationError("--tie-tolerance must be a number >= 0")
         if not 0 <= self.decimals <= 12:
             raise AggregationError("--decimals must be between 0 and 12")
+        if self.irt_boot < 0 or 0 < self.irt_boot < 10:
+            raise AggregationError("--irt-bootstrap must be 0 (off) or at least 10")
 
 
 @dataclass
@@ -123,6 +131,7 @@ class Aggregates:
     samples_note: str = ""
     item_matrices: dict = field(default_factory=dict, repr=False)  # (model, task) -> ItemMatrix
     leaderboard: Any = None  # a leaderboard.LeaderboardComparison when the inputs hold stock results
+    budget: BudgetEstimates | None = None  # estimates of budgeted sweeps (instructeval run --budget)
 
     def table(self, name: str) -> pd.DataFrame:
         """The numeric frame of one table (e.g. ``"gain_few_shot"``)."""
@@ -133,6 +142,8 @@ class Aggregates:
         out = self._summary()
         if self.leaderboard is not None:
             out["leaderboard"] = self.leaderboard.summary()
+        if self.budget is not None:
+            out["budget"] = self.budget.summary()
         return out
 
     def _summary(self) -> dict[str, Any]:
@@ -188,6 +199,12 @@ def aggregate(runset: RunSet, options: AggregateOptions | None = None, **overrid
     if not variants:
         raise AggregationError("no InstructEval variant left to aggregate:\n" + "\n".join(f"  - {i}" for i in issues.sorted()), issues.sorted())
     _check_ddof(variants, options, issues)
+    if not options.use_samples and any(v.metadata.get("budget") for v in variants):
+        raise AggregationError("budgeted sweeps (run --budget) are estimated from their per-sample logs: drop --no-samples")
+    variants, budget = estimate_budgeted(variants, metric_of, issues, n_boot=options.irt_boot, level=options.ci_level,
+                                         seed=options.seed, method_covariate=options.irt_method_covariate)
+    if not variants:
+        raise AggregationError("no InstructEval variant left to aggregate:\n" + "\n".join(f"  - {i}" for i in issues.sorted()), issues.sorted())
 
     matrices, samples_note = _item_matrices(variants, metric_of, options, issues)
     instructions = per_instruction(variants, metric_of, issues, ddof=options.ddof, item_matrices=matrices)
@@ -238,6 +255,8 @@ def aggregate(runset: RunSet, options: AggregateOptions | None = None, **overrid
     cells = _sorted_cells(cells)
 
     tables, wins = _build_tables(options, gain, gains, sens, sens_long, avgp, maxp, acc_long, models, ci, significance)
+    if budget is not None:
+        mark_estimates(tables, budget.estimated)
     metric_choice = pd.DataFrame(
         [{"model": m, "task": t, "metric": metric_of[(m, t)]} for m, t in sorted(metric_of)], columns=["model", "task", "metric"]
     )
@@ -258,6 +277,7 @@ def aggregate(runset: RunSet, options: AggregateOptions | None = None, **overrid
         tables=tables,
         samples_note=samples_note,
         item_matrices=matrices,
+        budget=budget,
     )
     if options.strict:
         issues.raise_if(strict=True)
@@ -296,6 +316,10 @@ def _item_matrices(variants, metric_of, options: AggregateOptions, issues: Issue
     groups: dict[tuple[str, str], list] = {}
     for v in variants:
         groups.setdefault((v.model, v.task), []).append(v)
+    # Budgeted (model, task)s cover different items per variant by design: their intervals are the
+    # item-response bootstrap's (Budgeted estimates), not the paired item bootstrap's.
+    budgeted = {key for key, members in groups.items() if any(v.estimated for v in members)}
+    groups = {key: members for key, members in groups.items() if key not in budgeted}
     cache: dict = {}
     matrices = {}
     for key in sorted(groups):
@@ -303,6 +327,9 @@ def _item_matrices(variants, metric_of, options: AggregateOptions, issues: Issue
         if matrix is not None:
             matrices[key] = matrix
     note = f"per-sample logs used for {len(matrices)} of {len(groups)} (model, task) pairs"
+    if budgeted:
+        note += (f"; {len(budgeted)} budgeted (model, task) pair(s) have item-response intervals instead "
+                 f"(Budgeted estimates)")
     return matrices, note
 
 

@@ -57,6 +57,7 @@ class Variant:
     model_num_parameters: float | None = None
     samples_path: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict, repr=False)
+    estimated: bool = False  # metric values are item-response estimates of a budgeted sweep (budgeted.py)
 
     def identity(self) -> tuple:
         """What makes two variants the same evaluation (model, task, instruction, setting, seeds).
@@ -114,6 +115,7 @@ class RunSet:
                 "variant": v.name,
                 "file": v.file,
                 "samples": v.samples_path,
+                "estimated": v.estimated,
             }
             for name in KNOWN_RESULT_METRICS:
                 row[f"metric:{name}"] = v.metrics.get(name, math.nan)

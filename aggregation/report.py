@@ -91,6 +91,10 @@ def _write_all(aggregates: Aggregates, out: Path, *, plots: bool) -> dict[str, A
     _csv(aggregates.ci, data_dir / "ci.csv")
     _csv(aggregates.significance, data_dir / "significance.csv")
 
+    if aggregates.budget is not None:
+        from .budget_report import write_budget_files
+
+        written_tables += write_budget_files(aggregates.budget, data_dir, tables_dir, aggregates.options.decimals)
     summary = aggregates.summary()
     plot_paths: list[Path] = []
     plot_note = ""
@@ -103,6 +107,10 @@ def _write_all(aggregates: Aggregates, out: Path, *, plots: bool) -> dict[str, A
                 from .leaderboard_report import leaderboard_plots
 
                 plot_paths += leaderboard_plots(aggregates.leaderboard, plots_dir)
+            if aggregates.budget is not None:
+                from .budget_report import budget_plots
+
+                plot_paths += budget_plots(aggregates.budget, plots_dir)
         except ImportError as err:
             plot_note = f"plots skipped: matplotlib is not installed ({err})"
     else:
@@ -203,6 +211,10 @@ def render_html(aggregates: Aggregates, plot_paths: list[Path], plot_note: str =
                     parts.append(_img(figures[stem]))
         if pairs:  # the pair list belongs to its own section, after the significance tables
             parts.append(pairs)
+    if aggregates.budget is not None:
+        from .budget_report import budget_html
+
+        parts.append(budget_html(aggregates.budget, figures, _img, _frame_html))
     if aggregates.leaderboard is not None:
         from .leaderboard_report import leaderboard_html
 

@@ -11,7 +11,9 @@ Marks:
   (default 1e-9) of the best are tied and all marked;
 - ``†`` after a cell averaged over fewer models than the column has (e.g. a model whose baseline
   mu was 0, or that lacks a method);
-- ``–`` (``--`` in LaTeX, empty in CSV) for no data (e.g. RLPrompt on generation tasks).
+- ``–`` (``--`` in LaTeX, empty in CSV) for no data (e.g. RLPrompt on generation tasks);
+- ``(est.)`` after a column title whose values are item-response estimates of a budgeted sweep
+  (``estimate_marks.py``); in CSV a last row ``_estimated`` has ``true`` under those columns.
 """
 
 from __future__ import annotations
@@ -57,9 +59,11 @@ class Table:
     tie_tolerance: float = 1e-9
     integer: bool = False
     labels: dict[Any, str] = field(default_factory=dict)
+    estimated: frozenset = frozenset()  # column ids holding item-response estimates (estimate_marks.py)
 
     def column_title(self, col: Any) -> str:
-        return self.labels.get(col) or column_title(col)
+        title = self.labels.get(col) or column_title(col)
+        return f"{title} (est.)" if col in self.estimated else title
 
     def row_titles(self, row: Any) -> list[str]:
         parts = row if isinstance(row, tuple) else (row,)
@@ -270,6 +274,12 @@ def to_csv(table: Table) -> str:
                 cells = [x for c in cells for x in (c, "", "")]
             lead = [group, "_best"] if table.grouped else ["_best"]
             out.write(",".join(_csv_text(str(x)) for x in lead + cells) + "\n")
+    if table.estimated:  # which columns hold item-response estimates (estimate_marks.py)
+        cells = ["true" if c in table.estimated else "" for c in table.frame.columns]
+        if with_ci:
+            cells = [x for c in cells for x in (c, "", "")]
+        lead = ["", "_estimated"] if table.grouped else ["_estimated"]
+        out.write(",".join(_csv_text(str(x)) for x in lead + cells) + "\n")
     return out.getvalue()
 
 

@@ -68,6 +68,8 @@ class SyntheticVariant:
     metrics: dict[str, float | None] = field(default_factory=dict)
     metadata: dict[str, Any] = field(default_factory=dict)
     drop_metadata: tuple[str, ...] = ()
+    doc_ids: Sequence[int] | None = None  # items of ``correct`` (default 0..len-1): a budgeted variant's cells
+    n_test: int | None = None  # test sample size (default len(correct))
 
     @property
     def task_type(self) -> str:
@@ -149,7 +151,7 @@ def make_results(
     n_samples: dict[str, Any] = {}
     for v in variants:
         n = len(v.correct) if v.correct is not None else 100
-        test_ids = list(range(n))
+        test_ids = list(range(v.n_test if v.n_test is not None else n))
         entry: dict[str, Any] = {"name": v.name, "alias": v.name, "sample_len": n}
         for metric, value in v.metric_values().items():
             entry[f"{metric},none"] = value
@@ -196,7 +198,8 @@ def sample_lines(v: SyntheticVariant) -> list[dict[str, Any]]:
         raise ValueError("sample logs need per-item values (correct=...)")
     names = list(v.metric_values())
     rows = []
-    for doc_id, c in enumerate(v.correct):
+    doc_ids = list(v.doc_ids) if v.doc_ids is not None else list(range(len(v.correct)))
+    for doc_id, c in zip(doc_ids, v.correct):
         row = {
             "doc_id": doc_id,
             "doc": {"id": doc_id, "text": f"item {doc_id}"},

@@ -1,0 +1,116 @@
+"""The "Budgeted estimates" section: CSV/Markdown files, one figure per grid and the HTML part.
+
+Every title says "estimate"; the numbers are fractions in [0, 1] (``budgeted.BudgetEstimates``).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+from typing import Callable, Mapping
+
+import numpy as np
+import pandas as pd
+
+from .budgeted import BudgetEstimates
+
+FRAMES = ("grids", "instructions", "methods", "quantiles", "best")
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", str(text)).strip("-") or "x"
+
+
+def figure_stem(model: str, task: str, grid: str) -> str:
+    return f"estimates_{_slug(model)}__{_slug(grid)}"
+
+
+def _markdown(frame: pd.DataFrame, decimals: int) -> str:
+    def cell(value) -> str:
+        if isinstance(value, (float, np.floating)):
+            return "" if np.isnan(value) else f"{value:.{decimals}f}"
+        return str(value).replace("|", "\\|")
+
+    lines = ["| " + " | ".join(map(str, frame.columns)) + " |", "|" + "---|" * len(frame.columns)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join(lines)
+
+
+def write_budget_files(estimates: BudgetEstimates, data_dir: Path, tables_dir: Path, decimals: int = 3) -> list[str]:
+    """``data/budget_<frame>.csv`` and ``tables/budget_estimates.md``; returns the file names."""
+    from .csv_cells import safe_frame
+
+    names = []
+    for name in FRAMES:
+        path = data_dir / f"budget_{name}.csv"
+        text = safe_frame(getattr(estimates, name)).to_csv(index=False, float_format="%.6f", lineterminator="\n")
+        path.write_text(text, encoding="utf-8", newline="\n")
+        names.append(path.name)
+    lines = ["**Budgeted estimates: item-response estimates of accuracy on the full grid (not exact accuracies)**", ""]
+    for key, frame in (("Grids", estimates.grids), ("Method means (estimates)", estimates.methods),
+                       ("Quantiles across instructions (estimates)", estimates.quantiles),
+                       ("Best instruction (estimate)", estimates.best),
+                       ("Instructions (estimates)", estimates.instructions)):
+        lines += [f"*{key}*", "", _markdown(frame, decimals), ""]
+    path = tables_dir / "budget_estimates.md"
+    path.write_text("\n".join(lines), encoding="utf-8", newline="\n")
+    return names + [path.name]
+
+
+def budget_plots(estimates: BudgetEstimates, folder: Path) -> list[Path]:
+    """Per grid: every instruction's estimate with its interval, sorted, coloured by method."""
+    from .plots import _pyplot, _save
+
+    plt = _pyplot()
+    paths: list[Path] = []
+    for (model, task, grid), part in estimates.instructions.groupby(["model", "task", "grid"], sort=True):
+        part = part.sort_values("estimate", kind="mergesort").reset_index(drop=True)
+        methods = sorted(set(part["method"]))
+        colors = plt.get_cmap("tab10")
+        fig, ax = plt.subplots(figsize=(7.5, 0.12 * len(part) + 1.8))
+        y = np.arange(len(part))
+        for k, method in enumerate(methods):
+            rows = part["method"] == method
+            lo = (part.loc[rows, "estimate"] - part.loc[rows, "ci_low"]).clip(lower=0)
+            hi = (part.loc[rows, "ci_high"] - part.loc[rows, "estimate"]).clip(lower=0)
+            err = None if lo.isna().all() else [lo.fillna(0), hi.fillna(0)]
+            ax.errorbar(part.loc[rows, "estimate"], y[rows.to_numpy()], xerr=err, fmt="o", ms=3, lw=0.8,
+                        color=colors(k % 10), label=method)
+        ax.set_yticks([])
+        ax.set_xlabel("estimated accuracy (item-response model)")
+        ax.set_title(f"{model} / {task} / {grid}: estimates from a budgeted sweep", fontsize=9)
+        ax.legend(fontsize=7, frameon=False, loc="lower right")
+        paths += _save(fig, folder, figure_stem(model, task, grid))
+        plt.close(fig)
+    return paths
+
+
+def budget_html(estimates: BudgetEstimates, figures: Mapping[str, Path], img: Callable[[Path], str],
+                frame_html: Callable[..., str]) -> str:
+    parts = [
+        "<h2>Budgeted estimates</h2>",
+        "<p>These (model, task, setting) grids come from budgeted sweeps (<code>instructeval run --budget</code>): "
+        "each instruction was evaluated on a share of the test items, and its accuracy on all of them is an "
+        "<b>estimate</b> of a logistic item-response model (instruction, item and method effects) fitted to the "
+        f"observed cells; intervals are {estimates.level:.0%} item-bootstrap percentiles. Every table column built "
+        "from them is marked <i>(est.)</i>.</p>",
+    ]
+    for (model, task, grid), grid_row in estimates.grids.groupby(["model", "task", "grid"], sort=True):
+        row = grid_row.iloc[0]
+        parts.append(f"<h3>{html.escape(f'{model} / {task} / {grid}')} (estimates)</h3>")
+        parts.append(f"<p class='note'>{int(row['observed_cells'])} of {int(row['grid_cells'])} cells observed "
+                     f"({row['observed_share']:.1%}); {int(row['n_instructions'])} instructions x {int(row['n_items'])} items; "
+                     f"metric {html.escape(str(row['metric']))}; prior SDs: instruction {row['s_instruction']:.3f}, "
+                     f"item {row['s_item']:.3f}; {int(row['n_boot'])} bootstrap replicates.</p>")
+        pick = lambda frame: frame[(frame["model"] == model) & (frame["task"] == task) & (frame["grid"] == grid)]  # noqa: E731
+        drop = ["model", "task", "grid", "setting"]
+        parts.append(frame_html(pick(estimates.best).drop(columns=drop), "Best instruction (estimate, P(best))"))
+        parts.append(frame_html(pick(estimates.quantiles).drop(columns=drop), "Quantiles of accuracy across instructions (estimates)"))
+        parts.append(frame_html(pick(estimates.methods).drop(columns=drop), "Method means (estimates)"))
+        stem = figure_stem(model, task, grid)
+        if stem in figures:
+            parts.append(img(figures[stem]))
+        top = pick(estimates.instructions).sort_values("estimate", ascending=False, kind="mergesort").drop(columns=drop)
+        parts.append(frame_html(top, "Instructions (estimates; observed accuracy on their own items beside)"))
+    return "\n".join(parts)

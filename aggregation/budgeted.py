@@ -1,0 +1,232 @@
+"""Estimates for budgeted sweeps: every instruction's accuracy on the full grid, with bootstrap CIs.
+
+A variant whose metadata has ``budget`` (``instructeval run --budget F``) was evaluated on the items
+``budget["items"]`` of its grid (one (task, setting code), see ``instructeval_tasks.sweep.budget``).
+For each (model, task, grid) this module reads the variants' per-sample logs (the primary metric of
+the (model, task)), fits the item-response model of :mod:`irt` and reports:
+
+- each instruction's estimated accuracy ``acc_i`` (``irt.instruction_accuracy``), its observed
+  accuracy on its own items, and the probability that it is the grid's best;
+- each method's mean of ``acc_i`` over its instructions (what relative gain is computed from);
+- the 5, 25, 50, 75 and 95% quantiles of ``acc_i`` across the grid's instructions (numpy's
+  linear interpolation);
+- the best instruction (highest ``acc_i``) with its probability of being best.
+
+Intervals: ``n_boot`` replicates resample the grid's items with replacement, refit (prior scales
+fixed at the point fit's), and take percentile intervals; ``P(best)`` is the share of replicates
+in which the instruction has the highest estimate. The generator is seeded from
+``"<seed>|irt|<model>|<task>|<grid>"``.
+
+The estimates replace the variants' metric values for the rest of the aggregation (relative gain,
+AvgP/MaxP, sensitivities), and every table built from them marks them (``(est.)``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .bootstrap import rng_for
+from .issues import AggregationError, IssueLog
+from .irt import Cells, IrtFit, fit_irt, instruction_accuracy, resample_items
+from .records import Variant
+from .samples import read_sample_values
+
+BUDGET_KEY = "budget"
+QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
+DEFAULT_IRT_BOOT = 200
+
+GRID_COLUMNS = ["model", "task", "grid", "setting", "metric", "n_instructions", "n_items", "observed_cells",
+                "grid_cells", "observed_share", "s_instruction", "s_item", "method_covariate", "n_boot"]
+INSTRUCTION_COLUMNS = ["model", "task", "grid", "setting", "method", "instruction", "observed_items",
+                       "observed_accuracy", "estimate", "ci_low", "ci_high", "p_best"]
+METHOD_COLUMNS = ["model", "task", "grid", "setting", "method", "n_instructions", "estimate", "ci_low", "ci_high"]
+QUANTILE_COLUMNS = ["model", "task", "grid", "setting", "quantile", "estimate", "ci_low", "ci_high"]
+BEST_COLUMNS = ["model", "task", "grid", "setting", "method", "instruction", "estimate", "p_best"]
+
+
+@dataclass
+class BudgetEstimates:
+    """The frames of the "Budgeted estimates" section (fractions in [0, 1])."""
+
+    grids: pd.DataFrame
+    instructions: pd.DataFrame
+    methods: pd.DataFrame
+    quantiles: pd.DataFrame
+    best: pd.DataFrame
+    level: float
+    estimated: set[tuple[str, str]] = field(default_factory=set)  # (task, setting) pairs with estimates
+
+    def summary(self) -> dict[str, Any]:
+        def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+            return [{k: (None if isinstance(v, float) and not np.isfinite(v) else v) for k, v in row.items()}
+                    for row in frame.to_dict(orient="records")]
+
+        return {
+            "note": "item-response estimates of a budgeted sweep (instructeval run --budget): not exact accuracies",
+            "ci_level": self.level,
+            "grids": records(self.grids),
+            "instructions": records(self.instructions),
+            "methods": records(self.methods),
+            "quantiles": records(self.quantiles),
+            "best": records(self.best),
+        }
+
+
+def is_budgeted(variant: Variant) -> bool:
+    return isinstance(variant.metadata.get(BUDGET_KEY), Mapping)
+
+
+def _percentile_ci(replicates: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
+    alpha = (1 - level) / 2
+    return np.quantile(replicates, alpha, axis=0), np.quantile(replicates, 1 - alpha, axis=0)
+
+
+def _grid_cells(variants: Sequence[Variant], metric: str, issues: IssueLog) -> tuple[Cells, list[float]] | None:
+    """The observed cells of one grid from its variants' samples; ``None`` (with an error) if unusable."""
+    budgets = [v.metadata[BUDGET_KEY] for v in variants]
+    sizes = {b.get("n_items") for b in budgets}
+    if len(sizes) != 1 or not isinstance(next(iter(sizes)), int):
+        issues.error("budget", f"budgeted variants of grid {budgets[0].get('grid')!r} record different item counts "
+                     f"{sorted(map(str, sizes))}: not one sweep's grid", variant=variants[0].name)
+        return None
+    n_items = next(iter(sizes))
+    methods = sorted({v.method for v in variants})
+    rows, cols, ys, observed = [], [], [], []
+    for i, v in enumerate(variants):
+        if not v.samples_path:
+            issues.error("budget", f"{v.describe()}: budgeted variant without its per-sample log; its accuracy on "
+                         f"{len(v.metadata[BUDGET_KEY].get('items') or [])} items cannot be estimated for the grid "
+                         f"(run without --no-log-samples)", file=v.file, variant=v.name)
+            return None
+        try:
+            doc_ids, values = read_sample_values(v.samples_path, metric)
+        except AggregationError as err:
+            issues.error("budget", str(err), file=v.samples_path, variant=v.name)
+            return None
+        recorded = sorted(int(x) for x in v.metadata[BUDGET_KEY].get("items") or [])
+        if doc_ids.tolist() != recorded:
+            issues.error("budget", f"{v.describe()}: its samples cover doc_ids {doc_ids.tolist()[:8]}... but its budget "
+                         f"records items {recorded[:8]}...: samples of another run", file=v.samples_path, variant=v.name)
+            return None
+        if recorded and (recorded[0] < 0 or recorded[-1] >= n_items):
+            issues.error("budget", f"{v.describe()}: budget items outside 0..{n_items - 1}", file=v.file, variant=v.name)
+            return None
+        rows.append(np.full(len(doc_ids), i))
+        cols.append(doc_ids)
+        ys.append(values)
+        observed.append(float(values.mean()) if len(values) else float("nan"))
+    cells = Cells(
+        rows=np.concatenate(rows).astype(int),
+        cols=np.concatenate(cols).astype(int),
+        y=np.concatenate(ys).astype(float),
+        n_rows=len(variants),
+        n_cols=n_items,
+        groups=np.array([methods.index(v.method) for v in variants]),
+    )
+    return cells, observed
+
+
+def _bootstrap(cells: Cells, fit: IrtFit, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """``n_boot x n_rows`` estimated accuracies, items resampled with replacement."""
+    out = np.empty((n_boot, cells.n_rows))
+    for r in range(n_boot):
+        draw = rng.integers(0, cells.n_cols, cells.n_cols)
+        replicate = resample_items(cells, draw)
+        start = dataclasses.replace(fit, b=fit.b[draw])
+        refit = fit_irt(replicate, s_a=fit.s_a, s_b=fit.s_b, s_g=fit.s_g, start=start)
+        out[r] = instruction_accuracy(refit, replicate)
+    return out
+
+
+def estimate_budgeted(
+    variants: list[Variant],
+    metric_of: Mapping[tuple[str, str], str],
+    issues: IssueLog,
+    *,
+    n_boot: int = DEFAULT_IRT_BOOT,
+    level: float = 0.95,
+    seed: str = "instructeval",
+    method_covariate: bool = True,
+) -> tuple[list[Variant], BudgetEstimates | None]:
+    """Variants with budgeted ones' metric values replaced by estimates, and the estimates' frames.
+
+    Budgeted variants of a grid that cannot be estimated (a missing or mismatched samples file) are
+    dropped with an error naming the file: their observed accuracy is on a subset of the items.
+    """
+    groups: dict[tuple[str, str, str], list[Variant]] = {}
+    for v in variants:
+        if is_budgeted(v):
+            groups.setdefault((v.model, v.task, str(v.metadata[BUDGET_KEY].get("grid"))), []).append(v)
+    if not groups:
+        return variants, None
+    replaced: dict[tuple[str, str], Variant] = {}  # (model, variant name): names repeat across models
+    dropped: set[tuple[str, str]] = set()
+    grid_rows, instr_rows, method_rows, quant_rows, best_rows = [], [], [], [], []
+    estimated: set[tuple[str, str]] = set()
+    for (model, task, grid), members in sorted(groups.items()):
+        members = sorted(members, key=lambda v: (v.method, v.instruction, v.name))
+        metric = metric_of[(model, task)]
+        built = _grid_cells(members, metric, issues)
+        if built is None:
+            dropped.update((v.model, v.name) for v in members)
+            continue
+        cells, observed = built
+        if not method_covariate:
+            cells = dataclasses.replace(cells, groups=None)
+        fit = fit_irt(cells)
+        point = instruction_accuracy(fit, cells)
+        boots = _bootstrap(cells, fit, n_boot, rng_for(seed, "irt", model, task, grid)) if n_boot else None
+        setting = members[0].setting
+        estimated.add((task, setting))
+        base = {"model": model, "task": task, "grid": grid, "setting": setting}
+        grid_rows.append({**base, "metric": metric, "n_instructions": cells.n_rows, "n_items": cells.n_cols,
+                          "observed_cells": int(cells.y.size), "grid_cells": cells.n_rows * cells.n_cols,
+                          "observed_share": cells.y.size / max(cells.n_rows * cells.n_cols, 1),
+                          "s_instruction": fit.s_a, "s_item": fit.s_b, "method_covariate": method_covariate,
+                          "n_boot": n_boot})
+        lo = hi = np.full(cells.n_rows, np.nan)
+        p_best = np.full(cells.n_rows, np.nan)
+        if boots is not None:
+            lo, hi = _percentile_ci(boots, level)
+            winners = np.argmax(boots, axis=1)
+            p_best = np.bincount(winners, minlength=cells.n_rows) / n_boot
+        for i, v in enumerate(members):
+            instr_rows.append({**base, "method": v.method, "instruction": v.instruction,
+                               "observed_items": int(np.sum(cells.rows == i)), "observed_accuracy": observed[i],
+                               "estimate": float(point[i]), "ci_low": float(lo[i]), "ci_high": float(hi[i]),
+                               "p_best": float(p_best[i])})
+            replaced[(v.model, v.name)] = dataclasses.replace(v, metrics={**v.metrics, metric: float(point[i])}, estimated=True)
+        for method in sorted({v.method for v in members}):
+            rows = np.array([i for i, v in enumerate(members) if v.method == method])
+            m_lo = m_hi = float("nan")
+            if boots is not None:
+                m_lo, m_hi = (float(x[0]) for x in _percentile_ci(boots[:, rows].mean(axis=1)[:, None], level))
+            method_rows.append({**base, "method": method, "n_instructions": len(rows),
+                                "estimate": float(point[rows].mean()), "ci_low": m_lo, "ci_high": m_hi})
+        q_point = np.quantile(point, QUANTILES)
+        q_lo = q_hi = np.full(len(QUANTILES), np.nan)
+        if boots is not None:
+            q_lo, q_hi = _percentile_ci(np.quantile(boots, QUANTILES, axis=1).T, level)
+        for k, q in enumerate(QUANTILES):
+            quant_rows.append({**base, "quantile": q, "estimate": float(q_point[k]), "ci_low": float(q_lo[k]),
+                               "ci_high": float(q_hi[k])})
+        top = int(np.argmax(point))
+        best_rows.append({**base, "method": members[top].method, "instruction": members[top].instruction,
+                          "estimate": float(point[top]), "p_best": float(p_best[top])})
+    out = [replaced.get((v.model, v.name), v) for v in variants if (v.model, v.name) not in dropped]
+    if not grid_rows:
+        return out, None
+    return out, BudgetEstimates(
+        grids=pd.DataFrame(grid_rows, columns=GRID_COLUMNS),
+        instructions=pd.DataFrame(instr_rows, columns=INSTRUCTION_COLUMNS),
+        methods=pd.DataFrame(method_rows, columns=METHOD_COLUMNS),
+        quantiles=pd.DataFrame(quant_rows, columns=QUANTILE_COLUMNS),
+        best=pd.DataFrame(best_rows, columns=BEST_COLUMNS),
+        level=level,
+        estimated=estimated,
+    )

@@ -1,0 +1,172 @@
+"""Budgeted sweeps in the aggregation: the item-response fit, the estimates and how reports mark them."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from instructeval_aggregation import aggregate, load_runs
+from instructeval_aggregation.budgeted import estimate_budgeted
+from instructeval_aggregation.irt import Cells, fit_irt, instruction_accuracy, resample_items
+from instructeval_aggregation.report import write_report
+from instructeval_aggregation.testing import SyntheticVariant, write_run
+from instructeval_tasks.sweep.budget import Budget, assign_cells
+
+
+def _synthetic(seed: int, m: int, n: int, share: float, *, s_a=0.7, s_b=1.5, groups=None, g=None):
+    rng = np.random.default_rng(seed)
+    a, b = rng.normal(0, s_a, m), rng.normal(0, s_b, n)
+    shift = g[groups] if groups is not None else 0.0
+    p = 1 / (1 + np.exp(-(0.3 + shift + a)[:, None] - b[None, :]))
+    y = (rng.random((m, n)) < p).astype(float)
+    rows, cols = np.nonzero(rng.random((m, n)) < share)
+    return Cells(rows, cols, y[rows, cols], m, n, groups), a, b, y
+
+
+def test_the_fit_recovers_known_instruction_and_item_effects():
+    cells, a, b, _ = _synthetic(0, 40, 300, 0.4)
+    fit = fit_irt(cells)
+    assert np.corrcoef(fit.a, a)[0, 1] > 0.9
+    assert np.corrcoef(fit.b, b)[0, 1] > 0.85
+    assert 0.5 < fit.s_a < 0.9 and 1.2 < fit.s_b < 1.8  # the prior scales are estimated near the truth
+
+
+def test_the_fit_recovers_method_effects():
+    groups = np.repeat(np.arange(3), 10)
+    g = np.array([-1.0, 0.0, 1.0])
+    cells, _, _, _ = _synthetic(1, 30, 200, 0.3, s_a=0.3, groups=groups, g=g)
+    fit = fit_irt(cells)
+    assert list(np.argsort(fit.g)) == [0, 1, 2]
+    assert fit.g[2] - fit.g[0] == pytest.approx(2.0, abs=0.4)  # shrunk a little toward 0 (s_g is estimated)
+
+
+def test_a_full_grid_gives_back_its_exact_accuracies():
+    cells, _, _, y = _synthetic(2, 8, 50, 1.0)
+    assert cells.y.size == 400
+    assert np.allclose(instruction_accuracy(fit_irt(cells), cells), y.mean(axis=1), atol=1e-12)
+
+
+def test_estimates_beat_the_observed_subset_means_at_a_tenth_of_the_grid():
+    cells, _, _, y = _synthetic(3, 60, 100, 0.1, s_a=0.5)
+    truth = y.mean(axis=1)
+    estimate = instruction_accuracy(fit_irt(cells), cells)
+    subset = np.array([cells.y[cells.rows == i].mean() for i in range(cells.n_rows)])
+    assert np.abs(estimate - truth).mean() < 0.75 * np.abs(subset - truth).mean()
+
+
+def test_item_resampling_keeps_each_items_cells():
+    cells = Cells(np.array([0, 1, 1]), np.array([0, 0, 2]), np.array([1.0, 0.0, 1.0]), 2, 3)
+    replicate = resample_items(cells, np.array([2, 0, 0]))
+    got = sorted(zip(replicate.rows.tolist(), replicate.cols.tolist(), replicate.y.tolist()))
+    assert got == [(0, 1, 1.0), (0, 2, 1.0), (1, 0, 1.0), (1, 1, 0.0), (1, 2, 0.0)]
+
+
+# --------------------------------------------------------------------------- results files
+
+N_ITEMS = 40
+INSTRUCTIONS = [("null", "null")] + [("generic", f"generic-{k}") for k in range(6)]
+
+
+def _truth(model_seed: int) -> np.ndarray:
+    rng = np.random.default_rng(model_seed)
+    p = np.clip(np.linspace(0.35, 0.8, len(INSTRUCTIONS))[:, None] + rng.normal(0, 0.25, N_ITEMS)[None, :], 0.02, 0.98)
+    return (rng.random(p.shape) < p).astype(float)
+
+
+def _budgeted_run(folder, model: str, y: np.ndarray, fraction: float = 0.25):
+    names = [f"instructeval_agnews__{iid}__zs" for _, iid in INSTRUCTIONS]
+    labels = [j % 4 for j in range(N_ITEMS)]
+    cells = assign_cells(names, labels, Budget(fraction, min_items=4), "agnews:zs")
+    variants = []
+    for i, ((method, iid), name) in enumerate(zip(INSTRUCTIONS, names)):
+        items = cells[name]
+        budget = {"fraction": fraction, "seed": 0, "min_items": 4, "grid": "agnews:zs", "items": items,
+                  "n_items": N_ITEMS, "grid_cells": sum(map(len, cells.values())), "grid_size": N_ITEMS * len(names)}
+        variants.append(SyntheticVariant("agnews", method, iid, "zero_shot", correct=list(y[i, items]), doc_ids=items,
+                                         n_test=N_ITEMS, metadata={"budget": budget}))
+    return write_run(folder, model, variants), variants
+
+
+def _full_run(folder, model: str, y: np.ndarray):
+    variants = [SyntheticVariant("agnews", method, iid, "zero_shot", correct=list(y[i])) for i, (method, iid) in enumerate(INSTRUCTIONS)]
+    return write_run(folder, model, variants)
+
+
+def test_aggregate_replaces_budgeted_values_by_estimates_and_marks_them(tmp_path):
+    y_budget, y_full = _truth(10), _truth(11)
+    _budgeted_run(tmp_path / "runs", "model-a", y_budget)
+    _full_run(tmp_path / "runs", "model-b", y_full)
+    result = aggregate(load_runs([tmp_path / "runs"]), n_boot=0, irt_boot=50)
+    assert result.budget is not None
+    inst = result.instructions.set_index(["model", "instruction"])
+    # the full grid keeps its exact numbers
+    for i, (_, iid) in enumerate(INSTRUCTIONS):
+        assert inst.loc[("model-b", iid), "zero_shot"] == pytest.approx(y_full[i].mean(), abs=1e-12)
+    est = result.budget.instructions.set_index("instruction")
+    for i, (_, iid) in enumerate(INSTRUCTIONS):
+        assert inst.loc[("model-a", iid), "zero_shot"] == pytest.approx(est.loc[iid, "estimate"], abs=1e-12)
+        assert est.loc[iid, "ci_low"] <= est.loc[iid, "estimate"] <= est.loc[iid, "ci_high"]
+    variants = result.variants.set_index(["model", "instruction"])
+    assert variants.loc[("model-a", "generic-0"), "estimated"] and not variants.loc[("model-b", "generic-0"), "estimated"]
+    grid = result.budget.grids.iloc[0]
+    assert grid["observed_cells"] == sum(len(v) for v in [range(10)] * 7) and grid["n_items"] == N_ITEMS
+    best = result.budget.best.iloc[0]
+    assert best["instruction"] == est["estimate"].idxmax() and best["p_best"] == est.loc[best["instruction"], "p_best"]
+    assert est["p_best"].sum() == pytest.approx(1.0)
+    methods = result.budget.methods.set_index("method")
+    assert methods.loc["generic", "estimate"] == pytest.approx(est.loc[[f"generic-{k}" for k in range(6)], "estimate"].mean())
+    quantiles = result.budget.quantiles.set_index("quantile")["estimate"]
+    assert quantiles.loc[0.5] == pytest.approx(np.median(est["estimate"]))
+    assert result.tables["gain_zero_shot"].estimated == frozenset({"agnews"})
+
+    out = tmp_path / "report"
+    write_report(result, out)
+    assert "| AG News (est.) |" in (out / "tables" / "gain_zero_shot.md").read_text()
+    assert (out / "tables" / "gain_zero_shot.csv").read_text().splitlines()[-1] == "_estimated,true"
+    assert "AG News (est.)" in (out / "tables" / "gain_zero_shot.tex").read_text()
+    html = (out / "report.html").read_text()
+    assert "<h2>Budgeted estimates</h2>" in html and "AG News (est.)" in html
+    summary = json.loads((out / "summary.json").read_text())
+    assert {r["instruction"] for r in summary["budget"]["instructions"]} == {iid for _, iid in INSTRUCTIONS}
+    assert any(p.startswith("estimates_model-a__agnews-zs") for p in summary["plots"])
+    assert (out / "data" / "budget_quantiles.csv").is_file()
+
+
+def test_full_grids_alone_show_no_estimate_marks(tmp_path):
+    _full_run(tmp_path / "runs", "model-b", _truth(11))
+    result = aggregate(load_runs([tmp_path / "runs"]), n_boot=0)
+    assert result.budget is None and not any(t.estimated for t in result.tables.values())
+    write_report(result, tmp_path / "report")
+    assert "(est.)" not in (tmp_path / "report" / "report.html").read_text()
+    assert "Budgeted estimates" not in (tmp_path / "report" / "report.html").read_text()
+
+
+def test_estimates_are_seeded_and_recorded(tmp_path):
+    _budgeted_run(tmp_path / "runs", "model-a", _truth(10))
+    runs = load_runs([tmp_path / "runs"])
+    first = aggregate(runs, n_boot=0, irt_boot=30, seed="s1").budget.instructions
+    again = aggregate(runs, n_boot=0, irt_boot=30, seed="s1").budget.instructions
+    other = aggregate(runs, n_boot=0, irt_boot=30, seed="s2").budget.instructions
+    assert first.equals(again)
+    assert first["estimate"].equals(other["estimate"]) and not first["ci_low"].equals(other["ci_low"])
+
+
+def test_a_budgeted_variant_without_matching_samples_is_an_error_not_a_number(tmp_path):
+    path, variants = _budgeted_run(tmp_path / "runs", "model-a", _truth(10))
+    _full_run(tmp_path / "runs", "model-b", _truth(11))
+    sample = next(path.parent.glob(f"samples_{variants[2].name}_*.jsonl"))
+    lines = sample.read_text().splitlines()
+    sample.write_text("\n".join(lines[:-1]) + "\n")  # one cell missing: samples of another run
+    result = aggregate(load_runs([tmp_path / "runs"]), n_boot=0, irt_boot=0)
+    errors = [i for i in result.issues if i.code == "budget"]
+    assert len(errors) == 1 and "samples of another run" in errors[0].message
+    assert set(result.instructions["model"]) == {"model-b"}  # the grid is dropped, the other model kept
+
+
+def test_estimate_budgeted_leaves_full_runs_alone(tmp_path):
+    _full_run(tmp_path / "runs", "model-b", _truth(11))
+    runs = load_runs([tmp_path / "runs"])
+    variants, estimates = estimate_budgeted(runs.variants, {("model-b", "agnews"): "acc"}, runs.issues)
+    assert estimates is None and variants == runs.variants
