@@ -65,6 +65,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     budget.add_argument("--budget-seed", dest="budget_seed", type=int, default=0, help="seed of the cell draw (default 0)")
     budget.add_argument("--budget-min-items", dest="budget_min_items", type=int, default=None,
                         help="items every instruction gets at least (default 10)")
+    budget.add_argument("--budget-full-methods", dest="budget_full_methods", default=None, metavar="METHODS",
+                        help="comma list of methods whose instructions get every item (default null, the baseline "
+                             "of relative gain; '' for none)")
     group = parser.add_argument_group("protocol overrides (default: the profile's value)")
     group.add_argument("--num-fewshot", dest="num_fewshot", type=int)
     group.add_argument("--selections", dest="n_selections", type=int, help="demo selections (few-shot and selectional std)")
@@ -93,7 +96,7 @@ OVERRIDE_KEYS = (
 def run(args: argparse.Namespace) -> int:
     from instructeval_tasks.errors import UserError
     from instructeval_tasks.sweep import run_sweep
-    from instructeval_tasks.sweep.budget import DEFAULT_MIN_ITEMS, Budget
+    from instructeval_tasks.sweep.budget import DEFAULT_FULL_METHODS, DEFAULT_MIN_ITEMS, Budget
 
     batch_size = int(args.batch_size) if str(args.batch_size).isdigit() else args.batch_size
     overrides = {key: getattr(args, key) for key in OVERRIDE_KEYS}
@@ -102,9 +105,10 @@ def run(args: argparse.Namespace) -> int:
         if not args.log_samples:
             raise UserError("--budget needs the per-sample logs (the estimates are fitted to them): drop --no-log-samples")
         min_items = args.budget_min_items if args.budget_min_items is not None else DEFAULT_MIN_ITEMS
-        budget = Budget(args.budget, seed=args.budget_seed, min_items=min_items)
-    elif args.budget_seed or args.budget_min_items is not None:
-        raise UserError("--budget-seed and --budget-min-items only apply with --budget F")
+        full = DEFAULT_FULL_METHODS if args.budget_full_methods is None else tuple(_str_list(args.budget_full_methods))
+        budget = Budget(args.budget, seed=args.budget_seed, min_items=min_items, full_methods=full)
+    elif args.budget_seed or args.budget_min_items is not None or args.budget_full_methods is not None:
+        raise UserError("--budget-seed, --budget-min-items and --budget-full-methods only apply with --budget F")
     report = run_sweep(
         model=args.model,
         model_args=args.model_args,

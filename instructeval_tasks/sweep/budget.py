@@ -11,6 +11,10 @@ demo set 0 -- whose rows are the plan's instructions and whose columns are the t
   most one (``balanced_counts``), as far as each class's items allow; the extra items go to a
   different class for each instruction.
 
+The instructions of ``full_methods`` (default: ``null``) are evaluated on every item: the null
+instruction is the baseline of every relative gain (weighted 5x in mu), and one row of ``n``
+cells costs ``1/m`` of the grid. ``m`` in the quota counts the other instructions.
+
 Items are dealt from one shuffled queue per class, so each item is used ``floor`` or ``ceil`` of
 its class's share before any item is used again; an item still uncovered at the end (a class
 whose share is smaller than its size) joins the instruction with the fewest cells. Every draw comes
@@ -33,6 +37,7 @@ Example:
 
 from __future__ import annotations
 
+import difflib
 import math
 import random
 from dataclasses import asdict, dataclass
@@ -43,6 +48,7 @@ from ..sampling import balanced_counts
 
 BUDGET_KEY = "budget"
 DEFAULT_MIN_ITEMS = 10
+DEFAULT_FULL_METHODS = ("null",)
 
 
 class BudgetError(UserError, ValueError):
@@ -56,8 +62,10 @@ class Budget:
     fraction: float
     seed: int = 0
     min_items: int = DEFAULT_MIN_ITEMS
+    full_methods: tuple[str, ...] = DEFAULT_FULL_METHODS
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "full_methods", tuple(self.full_methods))
         if isinstance(self.fraction, bool) or not isinstance(self.fraction, (int, float)) or not 0 < self.fraction <= 1:
             raise BudgetError(f"--budget {self.fraction!r}: expected a share of the cells in (0, 1], e.g. --budget 0.1")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
@@ -79,8 +87,16 @@ class Budget:
         wanted = max(math.ceil(self.fraction * n_items - 1e-9), self.min_items, math.ceil(n_items / n_instructions))
         return min(n_items, wanted)
 
+    def check_methods(self, known: Sequence[str]) -> None:
+        """Refuse a ``full_methods`` name that is no bank method (it would leave the baseline estimated)."""
+        for name in self.full_methods:
+            if name not in known:
+                close = difflib.get_close_matches(name, list(known), n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise BudgetError(f"--budget-full-methods: unknown method {name!r}{hint}; known: {', '.join(known)}")
+
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "full_methods": list(self.full_methods)}
 
 
 def _sorted_classes(labels: Sequence[Hashable]) -> list[Hashable]:
@@ -106,18 +122,20 @@ def _class_counts(quota: int, sizes: list[int], rotation: int) -> list[int]:
 
 
 def assign_cells(
-    instructions: Sequence[str], labels: Sequence[Hashable], budget: Budget, grid: str
+    instructions: Sequence[str], labels: Sequence[Hashable], budget: Budget, grid: str, *, full: Sequence[str] = ()
 ) -> dict[str, list[int]]:
     """The item positions (sorted) each instruction of one grid evaluates; see the module doc.
 
     ``labels[j]`` is item j's gold class (one constant for tasks without classes); ``grid`` names
-    the grid in the seed (``"<task>:<setting code>"``).
+    the grid in the seed (``"<task>:<setting code>"``); the instructions in ``full`` get every item.
     """
-    n, m = len(labels), len(instructions)
-    if len(set(instructions)) != m:
+    if len(set(instructions)) != len(instructions):
         raise ValueError("instruction names must be unique within a grid")
+    everything = {name: list(range(len(labels))) for name in instructions if name in set(full)}
+    instructions = [name for name in instructions if name not in everything]
+    n, m = len(labels), len(instructions)
     if n == 0 or m == 0:
-        return {name: [] for name in instructions}
+        return {**everything, **{name: [] if n == 0 else list(range(n)) for name in instructions}}
     rng = random.Random(f"instructeval-budget:{grid}:{budget.seed}")
     classes = _sorted_classes(labels)
     pools = [[j for j, label in enumerate(labels) if label == c] for c in classes]
@@ -139,13 +157,13 @@ def assign_cells(
         for c, k in enumerate(_class_counts(quota, [len(p) for p in pools], row)):
             take(c, k, chosen)
         cells.append(chosen)
-    covered = set().union(*cells)
+    covered = set().union(*cells, *map(set, everything.values()))
     uncovered = [j for j in range(n) if j not in covered]
     tie_break = rng.sample(range(m), m)
     for item in rng.sample(uncovered, len(uncovered)):
         row = min(range(m), key=lambda r: (len(cells[r]), tie_break.index(r)))
         cells[row].add(item)
-    return {name: sorted(rows) for name, rows in zip(instructions, cells)}
+    return {**everything, **{name: sorted(rows) for name, rows in zip(instructions, cells)}}
 
 
 def budget_record(budget: Budget, items: list[int], n_items: int, grid: str, grid_cells: int, grid_size: int) -> dict[str, Any]:

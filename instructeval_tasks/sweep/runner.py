@@ -288,7 +288,8 @@ def apply_budget(plan: list[Variant], metadata: dict[str, dict[str, Any]], class
     cells = size = 0
     for grid, variants in grids.items():
         labels = classes[variants[0].task]
-        chosen = assign_cells([v.name for v in variants], labels, budget, grid)
+        full = [v.name for v in variants if v.entry.method in budget.full_methods]
+        chosen = assign_cells([v.name for v in variants], labels, budget, grid, full=full)
         grid_cells = sum(len(items) for items in chosen.values())
         cells += grid_cells
         size += len(labels) * len(variants)
@@ -351,14 +352,16 @@ def run_sweep(
     # Every check that can fail on the user's input runs here, before the lock and the model load.
     prof = profile if isinstance(profile, Profile) else get_profile(profile)
     prof = prof.override(**(overrides or {}))
+    if budget is not None and not isinstance(budget, Budget):
+        budget = Budget(budget)
     bank = load_layered_bank(bank_dir)  # the shipped banks with bank_dir's directories on top
     task_names = resolve_task_names(tasks)  # the nine, ii_<task> ids, or the groups all / instructeval_ii
     method_names = resolve_names(methods, bank.methods(), "method")
+    if budget is not None:  # a typo would silently estimate the baseline
+        budget.check_methods(bank.methods())
     args_dict = parse_model_args(model_args)
     runner = make_executor(executor, workers=workers, ray_address=ray_address, worker_resources=worker_resources, lm=lm)
     part = ShardSpec.parse(shard)
-    if budget is not None and not isinstance(budget, Budget):
-        budget = Budget(budget)
     if lm is None:
         check_backend(model)
     batch_size = check_batch_size(batch_size)

@@ -61,6 +61,14 @@ def test_balance_follows_uneven_classes_as_far_as_they_go():
     assert sorted(len(items) for items in cells.values()) == [32, 32, 33, 33]
 
 
+def test_full_instructions_get_every_item_and_leave_the_quota_to_the_others():
+    cells = assign_cells(["null", *NAMES[:20]], AGNEWS_LABELS, Budget(0.1), "agnews:zs", full=["null"])
+    assert cells["null"] == list(range(100))
+    assert {len(cells[name]) for name in NAMES[:20]} == {10}  # ceil(100 / 20) = 5 < 10
+    uses = collections.Counter(j for name in NAMES[:20] for j in cells[name])
+    assert max(uses.values()) - min(uses.values()) <= 1
+
+
 def test_draws_are_seeded_per_grid_and_reproducible():
     budget = Budget(0.1)
     first = assign_cells(NAMES, AGNEWS_LABELS, budget, "agnews:zs")
@@ -119,10 +127,15 @@ def test_budgeted_variants_evaluate_exactly_their_cells(budgeted_sweep):
         assert len(samples) == 1
         doc_ids = [json.loads(line)["doc_id"] for line in samples[0].read_text().splitlines()]
         assert doc_ids == budget["items"]  # the logged doc_id is the item's position in the test sample
+        if v["meta"]["method"] == "null":  # the baseline of relative gain gets every item
+            assert budget["items"] == list(range(8))
+        else:
+            assert len(budget["items"]) == 2
     assert sorted(grids) == ["agnews:fs-d0", "agnews:zs", "hellaswag:fs-d0", "hellaswag:zs"]
     for items in grids.values():
-        assert set().union(*map(set, items)) == set(range(8)) and {len(i) for i in items} == {2}
-    assert report.plan["budget"]["cells"] == 48 and report.plan["budget"]["grid_size"] == 192
+        assert set().union(*map(set, items)) == set(range(8))
+    # per grid: null 8 cells + 5 generic instructions x max(ceil(0.25 * 8), 2, ceil(8 / 5)) = 2
+    assert report.plan["budget"]["cells"] == 4 * 18 and report.plan["budget"]["grid_size"] == 192
 
 
 def test_a_budgeted_variant_scores_its_cells_as_the_full_run_does(budgeted_sweep, tmp_path, tiny_model_dir, tiny_data_dir):
@@ -140,7 +153,7 @@ def test_a_budgeted_variant_scores_its_cells_as_the_full_run_does(budgeted_sweep
             row = json.loads(line)
             assert full_samples[(path.name.split("_2")[0], row["doc_id"])] == row["acc"]
             checked += 1
-    assert checked == 48
+    assert checked == 72
 
 
 def test_resume_skips_the_same_budget_and_refuses_another(budgeted_sweep, tiny_model_dir, tiny_data_dir):
@@ -157,6 +170,7 @@ def test_resume_skips_the_same_budget_and_refuses_another(budgeted_sweep, tiny_m
     (["--budget", "0"], "--budget 0.0: expected a share of the cells in (0, 1]"),
     (["--budget", "0.1", "--no-log-samples"], "--budget needs the per-sample logs"),
     (["--budget-seed", "3"], "only apply with --budget"),
+    (["--budget", "0.1", "--budget-full-methods", "nul"], "--budget-full-methods: unknown method 'nul' (did you mean 'null'?); known: null, generic, promptsource, adhoc, gold, structured"),
 ])
 def test_cli_budget_errors_are_one_line(tmp_path, args, message):
     proc = subprocess.run(
