@@ -77,7 +77,10 @@ def budget_plots(estimates: BudgetEstimates, folder: Path) -> list[Path]:
             err = None if lo.isna().all() else [lo.fillna(0), hi.fillna(0)]
             ax.errorbar(part.loc[rows, "estimate"], y[rows.to_numpy()], xerr=err, fmt="o", ms=3, lw=0.8,
                         color=colors(k % 10), label=method)
-        ax.set_yticks([])
+        if len(part) <= 40:  # beyond that the names overlap: the table below lists them
+            ax.set_yticks(y, [f"{m}/{i}" for m, i in zip(part["method"], part["instruction"])], fontsize=6)
+        else:
+            ax.set_yticks([])
         ax.set_xlabel("estimated accuracy (item-response model)")
         ax.set_title(f"{model} / {task} / {grid}: estimates from a budgeted sweep", fontsize=9)
         ax.legend(fontsize=7, frameon=False, loc="lower right")
@@ -106,7 +109,9 @@ def budget_html(estimates: BudgetEstimates, figures: Mapping[str, Path], img: Ca
         pick = lambda frame: frame[(frame["model"] == model) & (frame["task"] == task) & (frame["grid"] == grid)]  # noqa: E731
         drop = ["model", "task", "grid", "setting"]
         parts.append(frame_html(pick(estimates.best).drop(columns=drop), "Best instruction (estimate, P(best))"))
-        parts.append(frame_html(pick(estimates.quantiles).drop(columns=drop), "Quantiles of accuracy across instructions (estimates)"))
+        quantiles = pick(estimates.quantiles).drop(columns=drop)
+        quantiles = quantiles.assign(quantile=[f"{q:.0%}" for q in quantiles["quantile"]])
+        parts.append(frame_html(quantiles, "Quantiles of accuracy across instructions (estimates)"))
         parts.append(frame_html(pick(estimates.methods).drop(columns=drop), "Method means (estimates)"))
         stem = figure_stem(model, task, grid)
         if stem in figures:
