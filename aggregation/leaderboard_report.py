@@ -199,7 +199,14 @@ def add_leaderboard(
         tol=opts.tie_tolerance, n_boot=opts.n_boot, level=opts.ci_level, seed=opts.seed,
     )
     aggregates.leaderboard = comparison
-    aggregates.tables.update(leaderboard_tables(comparison))
+    tables = leaderboard_tables(comparison)
+    budget = getattr(aggregates, "budget", None)
+    if budget is not None and budget.estimated:  # the InstructEval side of some rows is estimated
+        pairs = ", ".join(f"{task} {setting}" for task, setting in sorted(budget.estimated))
+        for table in tables.values():
+            table.note = " ".join(x for x in (table.note, f"InstructEval accuracies of {pairs} are item-response "
+                                              f"estimates of a budgeted sweep (see Budgeted estimates).") if x)
+    aggregates.tables.update(tables)
     merged = IssueLog()
     merged.extend(aggregates.issues)
     merged.extend(issues.items)

@@ -170,3 +170,24 @@ def test_estimate_budgeted_leaves_full_runs_alone(tmp_path):
     runs = load_runs([tmp_path / "runs"])
     variants, estimates = estimate_budgeted(runs.variants, {("model-b", "agnews"): "acc"}, runs.issues)
     assert estimates is None and variants == runs.variants
+
+
+def test_leaderboard_tables_say_when_the_instructeval_side_is_estimated(tmp_path):
+    from instructeval_aggregation.leaderboard_report import add_leaderboard
+
+    path, _ = _budgeted_run(tmp_path / "runs", "model-a", _truth(10))
+    meta = {"leaderboard": {"instructeval_task": "agnews", "stock_task": "ag_news", "metric": "acc", "num_fewshot": 0,
+                            "test_ids": list(range(N_ITEMS)), "data_source": "local:agnews", "test_sample": N_ITEMS,
+                            "test_seed": 0}}
+    stock = {"results": {"ag_news": {"alias": "ag_news", "acc,none": 0.5}},
+             "configs": {"ag_news": {"task": "ag_news", "num_fewshot": 0, "metadata": meta}},
+             "n-samples": {"ag_news": {"original": N_ITEMS, "effective": N_ITEMS}},
+             "config": {"model": "hf", "model_args": "pretrained=/models/model-a"}, "model_name": "model-a"}
+    (path.parent / "results_2024-01-02T00-00-00.000000.json").write_text(json.dumps(stock))
+    map_file = tmp_path / "map.yaml"
+    map_file.write_text("counterparts:\n  agnews:\n    stock_task: ag_news\n    metric: acc\n    num_fewshot: 0\n")
+    runs = load_runs([tmp_path / "runs"])
+    result = aggregate(runs, n_boot=0, irt_boot=0)
+    add_leaderboard(result, runs, [tmp_path / "runs"], leaderboard_map=str(map_file))
+    notes = [t.note for name, t in result.tables.items() if name.startswith("leaderboard")]
+    assert notes and all("agnews zero_shot are item-response estimates" in n for n in notes)
