@@ -62,8 +62,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     budget.add_argument("--budget", type=float, default=None, metavar="F",
                         help="evaluate a seeded share F in (0, 1] of each (task, setting)'s (instruction, test item) "
                              "cells; 'instructeval aggregate' estimates the rest with an item-response model")
-    budget.add_argument("--budget-seed", dest="budget_seed", type=int, default=0, help="seed of the cell draw (default 0)")
-    budget.add_argument("--budget-min-items", dest="budget_min_items", type=int, default=None,
+    budget.add_argument("--budget-seed", dest="budget_seed", type=int, default=0, metavar="N", help="seed of the cell draw (default 0)")
+    budget.add_argument("--budget-min-items", dest="budget_min_items", type=int, default=None, metavar="N",
                         help="items every instruction gets at least (default 10)")
     budget.add_argument("--budget-full-methods", dest="budget_full_methods", default=None, metavar="METHODS",
                         help="comma list of methods whose instructions get every item (default null, the baseline "
