@@ -208,6 +208,13 @@ def aggregate(runset: RunSet, options: AggregateOptions | None = None, **overrid
 
     matrices, samples_note = _item_matrices(variants, metric_of, options, issues)
     instructions = per_instruction(variants, metric_of, issues, ddof=options.ddof, item_matrices=matrices)
+    if budget is not None:  # which of each row's settings are item-response estimates (data/instructions.csv)
+        marked: dict[tuple, set[str]] = {}
+        for v in variants:
+            if v.estimated:
+                marked.setdefault((v.model, v.task, v.method, v.instruction), set()).add(v.setting)
+        keys = zip(instructions["model"], instructions["task"], instructions["method"], instructions["instruction"])
+        instructions["estimated"] = [",".join(sorted(marked.get(k, ()))) for k in keys]
     gains, baselines = relative_gains(instructions, issues, null_weight=options.null_weight)
 
     gain = gain_cells(gains)

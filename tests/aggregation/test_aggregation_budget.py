@@ -108,6 +108,7 @@ def test_aggregate_replaces_budgeted_values_by_estimates_and_marks_them(tmp_path
     for i, (_, iid) in enumerate(INSTRUCTIONS):
         assert inst.loc[("model-a", iid), "zero_shot"] == pytest.approx(est.loc[iid, "estimate"], abs=1e-12)
         assert est.loc[iid, "ci_low"] <= est.loc[iid, "estimate"] <= est.loc[iid, "ci_high"]
+    assert set(inst.loc["model-a", "estimated"]) == {"zero_shot"} and set(inst.loc["model-b", "estimated"]) == {""}
     variants = result.variants.set_index(["model", "instruction"])
     assert variants.loc[("model-a", "generic-0"), "estimated"] and not variants.loc[("model-b", "generic-0"), "estimated"]
     grid = result.budget.grids.iloc[0]
