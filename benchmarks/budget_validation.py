@@ -74,9 +74,12 @@ def cache_from_runs(folder: Path) -> dict:
             grid["labels"] = _labels(v.samples_path)
         grid["rows"].append({"method": v.method, "instruction": v.instruction,
                              "correct": "".join("1" if x >= 0.5 else "0" for x in values)})
+    plan = folder / "sweep.json"
+    fingerprint = json.loads(plan.read_text(encoding="utf-8")).get("run_fingerprint") if plan.is_file() else None
     return {
         "description": "per-item acc_per_token of every (instruction, item) cell; see benchmarks/budget_validation.py",
         "model": sorted(runs.models),
+        "run_fingerprint": fingerprint,  # model files, dtype, data files of the sweep (sweep/identity.py)
         "metric": METRIC,
         "sweep": {**SWEEP_ARGS, "test_sample": 100},
         "grids": grids,
@@ -169,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--from-runs", type=Path, default=None, help="build the cache from this finished sweep folder")
     parser.add_argument("--model-dir", default=str(ROOT / "models" / "smollm2"))
     parser.add_argument("--data-dir", default=str(ROOT.parent / "shared" / "data"))
+    parser.add_argument("--build-only", action="store_true", help="write the cache and stop")
     parser.add_argument("--work", type=Path, default=ROOT / "runs" / "budget_grid")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
@@ -179,6 +183,8 @@ def main(argv: list[str] | None = None) -> int:
         args.cache.parent.mkdir(parents=True, exist_ok=True)
         args.cache.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
         print(f"cache written: {args.cache} ({sum(len(g['rows']) for g in data['grids'].values())} variants)")
+        if args.build_only:
+            return 0
     if not args.cache.exists():
         print(f"skip: no cache at {args.cache}; build it with --rebuild (or --from-runs DIR)")
         return 0
