@@ -510,6 +510,9 @@ def _evaluate_pending(runner: Any, jobs: list[ChunkJob], spec: ModelSpec, prof: 
     def variant_done(variant: Variant, results: dict[str, Any], seconds: float) -> None:
         metric, value = _primary(results["results"].get(variant.name, {}))
         shown = "n/a" if value is None else f"{value:.3f}"
+        counts = (results.get("n-samples") or {}).get(variant.name) or {}
+        if counts.get("effective") != counts.get("original"):  # a budgeted variant: its own cells only
+            shown += f" on {counts.get('effective')} of {counts.get('original')} items"
         bar.write(f"done {variant.name}: {metric}={shown} ({seconds:.1f} s)", file=sys.stderr)
         bar.update(1)
 

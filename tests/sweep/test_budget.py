@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -136,6 +137,18 @@ def test_budgeted_variants_evaluate_exactly_their_cells(budgeted_sweep):
         assert set().union(*map(set, items)) == set(range(8))
     # per grid: null 8 cells + 5 generic instructions x max(ceil(0.25 * 8), 2, ceil(8 / 5)) = 2
     assert report.plan["budget"]["cells"] == 4 * 18 and report.plan["budget"]["grid_size"] == 192
+
+
+def test_progress_lines_say_a_budgeted_score_is_on_its_cells(tmp_path, tiny_model_dir, tiny_data_dir, capsys):
+    run_sweep(model="hf", model_args=f"pretrained={tiny_model_dir},dtype=float32", tasks="agnews", methods="null,generic",
+              output=tmp_path, profile="quick", data_dir=str(tiny_data_dir), progress=True,
+              budget=Budget(0.25, min_items=2),
+              overrides={"instructions_per_method": 2, "test_sample": 8, "settings": ["zero_shot"]})
+    err = capsys.readouterr().err
+    # null gets all 8 items; each generic instruction max(ceil(0.25 * 8), 2, ceil(8 / 2)) = 4
+    assert "budget 0.25 (seed 0): 16 of 24 (instruction, item) cells (66.7%) in 1 (task, setting) grid(s)" in err
+    assert re.search(r"done instructeval_agnews__null__zs: acc_per_token=\d\.\d{3} \(", err)
+    assert len(re.findall(r"done instructeval_agnews__generic-\d__zs: acc_per_token=\d\.\d{3} on 4 of 8 items \(", err)) == 2
 
 
 def test_a_budgeted_variant_scores_its_cells_as_the_full_run_does(budgeted_sweep, tmp_path, tiny_model_dir, tiny_data_dir):
