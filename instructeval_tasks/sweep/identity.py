@@ -43,6 +43,7 @@ from typing import Any, Iterable
 
 from .. import __version__
 from ..data import DatasetNotFound, LOCAL_SPLIT_FILES
+from ..models import sha256_of
 from ..specs import get_spec
 
 # Bump when a change of the plugin alters any score a sweep writes (a metric, a prompt, a
@@ -56,14 +57,6 @@ NOT_COMPARED = ("plugin_version",)
 _PATH_ARGS = ("pretrained", "tokenizer", "peft", "delta")
 _FULL_HASH_MAX = 32 * 1024 * 1024
 _SAMPLE = 1024 * 1024
-
-
-def _sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def hash_model_folder(folder: Path) -> str:
@@ -152,7 +145,7 @@ def data_identity(task: str, data_dir: str | None) -> dict[str, Any]:
                     f"{spec.task_name}: no {which} split at {path}; a data directory holds "
                     f"<dir>/{spec.local_dir}/train.jsonl and eval.jsonl"
                 )
-            out[f"{which}_sha256"] = _sha256_file(path)
+            out[f"{which}_sha256"] = sha256_of(path)
         return out
     from .runner import base_task_config  # the YAML names the hub dataset
 
@@ -175,7 +168,7 @@ def _ii_data_identity(task: str, data_dir: str | None) -> dict[str, Any]:
         return {"source": "download", "commit": SOURCE_COMMIT}
     out: dict[str, Any] = {"source": "local"}
     for split in SPLITS:  # raw_path raises IIDataNotFound naming the missing file
-        out[f"{split}_sha256"] = _sha256_file(raw_path(split, source_name(task), data_dir))
+        out[f"{split}_sha256"] = sha256_of(raw_path(split, source_name(task), data_dir))
     return out
 
 
