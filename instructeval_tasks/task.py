@@ -134,14 +134,7 @@ class InstructEvalTask(ConfigurableTask):
         )
         if self.options.test_sample is not None:
             labels = evaluation[self.spec.label_field] if self.spec.balanced else None
-            try:
-                self._test_ids = select_indices(labels, len(evaluation), self.options.test_sample, self.options.test_seed)
-            except ValueError as err:
-                raise OptionError(
-                    f"{self.spec.task_name}: metadata test_sample={self.options.test_sample} cannot be drawn from "
-                    f"an eval split of {len(evaluation)} rows ({err}); use a smaller test_sample"
-                ) from None
-            evaluation = evaluation.select(self._test_ids)
+            evaluation = evaluation.select(self.draw_test_ids(labels, len(evaluation), f"an eval split of {len(evaluation)} rows"))
         if self.options.truncate_words is not None:
             fields, limit = self.spec.text_fields, self.options.truncate_words
             evaluation = evaluation.map(lambda doc: truncate_fields(doc, fields, limit), load_from_cache_file=False)
@@ -149,6 +142,18 @@ class InstructEvalTask(ConfigurableTask):
             # After truncation, as the original: perturbation sees the text the model sees.
             evaluation = add_perturbed_fields(evaluation, self.spec.text_fields, self.options)
         self.dataset = datasets.DatasetDict({train_split: train, eval_split: evaluation})
+
+    def draw_test_ids(self, labels, size: int, where: str) -> list[int]:
+        """The seeded ``test_sample`` of ``size`` rows (balanced over ``labels`` when given), kept in
+        ``self._test_ids``; a sample larger than the rows is an :class:`OptionError` naming ``where``."""
+        try:
+            self._test_ids = select_indices(labels, size, self.options.test_sample, self.options.test_seed)
+        except ValueError as err:
+            raise OptionError(
+                f"{self.spec.task_name}: metadata test_sample={self.options.test_sample} cannot be drawn from "
+                f"{where} ({err}); use a smaller test_sample"
+            ) from None
+        return self._test_ids
 
     def demo_pool(self):
         """The rows the fixed demonstration sets are drawn from (the train split)."""

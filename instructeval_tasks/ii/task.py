@@ -23,7 +23,6 @@ from typing import Any
 import datasets
 
 from ..options import OptionError
-from ..sampling import select_indices
 from ..task import InstructEvalTask
 from .metrics import score
 from .names import metric_of, source_name
@@ -92,14 +91,7 @@ class InstructionInductionTask(InstructEvalTask):
     def download(self, dataset_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
         rows, self._data_source = load_rows(self.source_task, "execute", self.options.data_dir)
         if self.options.test_sample is not None:
-            try:
-                self._test_ids = select_indices(None, len(rows), self.options.test_sample, self.options.test_seed)
-            except ValueError as err:
-                raise OptionError(
-                    f"{self.spec.task_name}: metadata test_sample={self.options.test_sample} cannot be drawn from "
-                    f"{len(rows)} rows ({err}); use a smaller test_sample"
-                ) from None
-            rows = [rows[i] for i in self._test_ids]
+            rows = [rows[i] for i in self.draw_test_ids(None, len(rows), f"{len(rows)} rows")]
         self.dataset = datasets.DatasetDict({self.config.test_split: datasets.Dataset.from_list(rows)})
 
     def demo_pool(self) -> LazyRows:
