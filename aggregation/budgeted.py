@@ -143,6 +143,31 @@ def _bootstrap(cells: Cells, fit: IrtFit, n_boot: int, rng: np.random.Generator)
     return out
 
 
+@dataclass(frozen=True)
+class GridEstimate:
+    """One grid's fit: point estimates, bootstrap replicates (``None`` without), intervals, P(best)."""
+
+    fit: IrtFit
+    point: np.ndarray
+    replicates: np.ndarray | None
+    ci_low: np.ndarray
+    ci_high: np.ndarray
+    p_best: np.ndarray
+
+
+def estimate_grid(cells: Cells, *, n_boot: int, level: float, rng: np.random.Generator) -> GridEstimate:
+    """Fit ``cells``, estimate every instruction's accuracy and (``n_boot > 0``) bootstrap it."""
+    fit = fit_irt(cells)
+    point = instruction_accuracy(fit, cells)
+    nan = np.full(cells.n_rows, np.nan)
+    if not n_boot:
+        return GridEstimate(fit, point, None, nan, nan, nan)
+    boots = _bootstrap(cells, fit, n_boot, rng)
+    lo, hi = _percentile_ci(boots, level)
+    p_best = np.bincount(np.argmax(boots, axis=1), minlength=cells.n_rows) / n_boot
+    return GridEstimate(fit, point, boots, lo, hi, p_best)
+
+
 def estimate_budgeted(
     variants: list[Variant],
     metric_of: Mapping[tuple[str, str], str],
@@ -178,9 +203,8 @@ def estimate_budgeted(
         cells, observed = built
         if not method_covariate:
             cells = dataclasses.replace(cells, groups=None)
-        fit = fit_irt(cells)
-        point = instruction_accuracy(fit, cells)
-        boots = _bootstrap(cells, fit, n_boot, rng_for(seed, "irt", model, task, grid)) if n_boot else None
+        est = estimate_grid(cells, n_boot=n_boot, level=level, rng=rng_for(seed, "irt", model, task, grid))
+        fit, point, boots = est.fit, est.point, est.replicates
         setting = members[0].setting
         estimated.add((task, setting))
         base = {"model": model, "task": task, "grid": grid, "setting": setting}
@@ -189,12 +213,7 @@ def estimate_budgeted(
                           "observed_share": cells.y.size / max(cells.n_rows * cells.n_cols, 1),
                           "s_instruction": fit.s_a, "s_item": fit.s_b, "method_covariate": method_covariate,
                           "n_boot": n_boot})
-        lo = hi = np.full(cells.n_rows, np.nan)
-        p_best = np.full(cells.n_rows, np.nan)
-        if boots is not None:
-            lo, hi = _percentile_ci(boots, level)
-            winners = np.argmax(boots, axis=1)
-            p_best = np.bincount(winners, minlength=cells.n_rows) / n_boot
+        lo, hi, p_best = est.ci_low, est.ci_high, est.p_best
         for i, v in enumerate(members):
             instr_rows.append({**base, "method": v.method, "instruction": v.instruction,
                                "observed_items": int(np.sum(cells.rows == i)), "observed_accuracy": observed[i],

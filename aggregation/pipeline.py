@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 
 from .bootstrap import bootstrap_cells, paired_tests
-from .budgeted import DEFAULT_IRT_BOOT, BudgetEstimates, estimate_budgeted
+from .budgeted import DEFAULT_IRT_BOOT, BudgetEstimates, estimate_budgeted, is_budgeted
 from .estimate_marks import mark_estimates
 from .catalog import ACCURACY_METRICS, GENERATION_METRICS, METRIC_TITLES, SENSITIVITY_METRICS, order_methods, order_tasks
 from .issues import AggregationError, Issue, IssueLog
@@ -199,7 +199,7 @@ def aggregate(runset: RunSet, options: AggregateOptions | None = None, **overrid
     if not variants:
         raise AggregationError("no InstructEval variant left to aggregate:\n" + "\n".join(f"  - {i}" for i in issues.sorted()), issues.sorted())
     _check_ddof(variants, options, issues)
-    if not options.use_samples and any(v.metadata.get("budget") for v in variants):
+    if not options.use_samples and any(is_budgeted(v) for v in variants):
         raise AggregationError("budgeted sweeps (run --budget) are estimated from their per-sample logs: drop --no-samples")
     variants, budget = estimate_budgeted(variants, metric_of, issues, n_boot=options.irt_boot, level=options.ci_level,
                                          seed=options.seed, method_covariate=options.irt_method_covariate)

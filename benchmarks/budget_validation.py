@@ -126,8 +126,8 @@ def evaluate_grid(grid: dict, fraction: float, seed: int, n_boot: int, key: str,
     from scipy.stats import spearmanr
 
     from instructeval_aggregation.bootstrap import rng_for
-    from instructeval_aggregation.budgeted import _bootstrap, _percentile_ci
-    from instructeval_aggregation.irt import Cells, fit_irt, instruction_accuracy
+    from instructeval_aggregation.budgeted import estimate_grid
+    from instructeval_aggregation.irt import Cells
     from instructeval_tasks.sweep.budget import Budget, assign_cells
 
     y = np.array([[int(c) for c in row["correct"]] for row in grid["rows"]], dtype=float)
@@ -140,10 +140,8 @@ def evaluate_grid(grid: dict, fraction: float, seed: int, n_boot: int, key: str,
     rows = np.concatenate([np.full(len(chosen[name]), i) for i, name in enumerate(names)])
     cols = np.concatenate([np.array(chosen[name], dtype=int) for name in names])
     cells = Cells(rows, cols, y[rows, cols], m, n, method_of)
-    fit = fit_irt(cells)
-    estimate = instruction_accuracy(fit, cells)
-    boots = _bootstrap(cells, fit, n_boot, rng_for("budget-validation", key, fraction, seed))
-    lo, hi = _percentile_ci(boots, 0.95)
+    est = estimate_grid(cells, n_boot=n_boot, level=0.95, rng=rng_for("budget-validation", key, fraction, seed))
+    estimate, lo, hi = est.point, est.ci_low, est.ci_high
     subset = np.array([y[i, chosen[name]].mean() for i, name in enumerate(names)])
     truth = y.mean(axis=1)
     saved = 1 - cells.y.size / (m * n)
