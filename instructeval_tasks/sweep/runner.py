@@ -246,7 +246,8 @@ def evaluate_job(
     return results, samples
 
 
-def preflight(plan: list[Variant], profile: Profile, metadata: dict[str, dict[str, Any]]) -> dict[str, list[Any]]:
+def preflight(plan: list[Variant], profile: Profile, metadata: dict[str, dict[str, Any]], *,
+              classes: bool = False) -> dict[str, list[Any]]:
     """Build the first variant of every (task, setting) as a task before the model loads.
 
     Building a task reads its metadata options, its data and its instruction, and draws its test
@@ -254,14 +255,15 @@ def preflight(plan: list[Variant], profile: Profile, metadata: dict[str, dict[st
     of range, a malformed data file) stops the sweep now instead of after the model load, and
     ``--dry-run`` reports it too.
 
-    Returns each task's test items' classes, in doc order (``--budget`` balances them): the gold
-    label of classification and multiple-choice items, one class for the others.
+    With ``classes``, returns each task's test items' classes, in doc order (``--budget`` balances
+    them): the gold label of classification and multiple-choice items, one class for the others;
+    else an empty dict.
     """
     from ..task import InstructEvalTask
 
     bases: dict[str, dict[str, Any]] = {}
     seen: set[tuple[str, str]] = set()
-    classes: dict[str, list[Any]] = {}
+    labels: dict[str, list[Any]] = {}
     for variant in plan:
         if (variant.task, variant.setting) in seen:
             continue
@@ -269,10 +271,10 @@ def preflight(plan: list[Variant], profile: Profile, metadata: dict[str, dict[st
         base = bases.setdefault(variant.task, base_task_config(variant.task))
         task_class = base.get("class") or InstructEvalTask
         task = task_class(config=variant_config(base, variant, profile, metadata[variant.name]))
-        if variant.task not in classes:
+        if classes and variant.task not in labels:
             kind = get_spec(variant.task).kind
-            classes[variant.task] = [task.doc_to_target(doc) if kind in ("cls", "mcq") else 0 for doc in task.eval_docs]
-    return classes
+            labels[variant.task] = [task.doc_to_target(doc) if kind in ("cls", "mcq") else 0 for doc in task.eval_docs]
+    return labels
 
 
 def apply_budget(plan: list[Variant], metadata: dict[str, dict[str, Any]], classes: dict[str, list[Any]],
@@ -402,7 +404,7 @@ def run_sweep(
             run.metadata[RUN_FINGERPRINT_KEY] = for_task(run_fp, run.counterpart.task)
 
     datasets.disable_progress_bars()  # one sweep bar, not one "Map" bar per variant
-    classes = preflight(plan, prof, metadata)
+    classes = preflight(plan, prof, metadata, classes=budget is not None)
     budget_totals = apply_budget(plan, metadata, classes, budget) if budget is not None else None
     if budget_totals:
         echo(f"budget {budget.fraction:g} (seed {budget.seed}): {budget_totals['cells']:,} of "
