@@ -213,9 +213,9 @@ def compare_leaderboard(
         if key not in ie_pairs:
             unmatched.append({"model": result.model, "task": result.task, "stock_task": result.stock_task, "metric": result.metric,
                               "value": result.value, "file": result.file})
-            issues.warn("leaderboard-unmatched", f"stock {result.stock_task} of model {result.model!r} has no InstructEval run of "
-                        f"{result.task} for that model (use --model-alias NAME=LABEL when the names differ); listed, not compared",
-                        result.file, result.stock_task)
+            issues.error("leaderboard-unmatched", f"stock {result.stock_task} of model {result.model!r} has no InstructEval run of "
+                         f"{result.task} for that model (use --model-alias NAME=LABEL when the names differ); listed, not compared",
+                         result.file, result.stock_task)
             continue
         if key in chosen:
             issues.warn("leaderboard-duplicate", f"two stock results for {result.model}/{result.task}; using {chosen[key].file}",
@@ -313,6 +313,13 @@ def _bootstrap(task, setting, models, keys, chosen, matrices, tol, n_boot, level
             doc_ids, values = read_sample_values(result.samples_path, result.metric, filter_name=result.filter)
         except AggregationError:
             return None
+        if result.doc_ids_are_rows:  # eval rows -> positions in the test sample (the InstructEval doc ids)
+            position = {row: i for i, row in enumerate(result.test_ids or ())}
+            if any(int(d) not in position for d in doc_ids):
+                return None
+            doc_ids = np.array([position[int(d)] for d in doc_ids])
+            order = np.argsort(doc_ids, kind="stable")
+            doc_ids, values = doc_ids[order], values[order]
         if abs(float(values.mean()) - result.value) > 1e-6 or not np.array_equal(doc_ids, matrix.doc_ids):
             return None
         if doc_ref is None:

@@ -1,5 +1,5 @@
-"""Stock-task results among the aggregation's inputs (``instructeval run --leaderboard-tasks`` or any
-``lm_eval`` run, e.g. files from a leaderboard's results dataset).
+"""Stock-task results among the aggregation's inputs (``instructeval run --leaderboard-tasks``, any
+``lm_eval`` run, or the Open LLM Leaderboard's results files, v1 and v2: see ``result_formats``).
 
 A results entry is a stock result when its ``configs[T].metadata.leaderboard`` record says so
 (written by ``--leaderboard-tasks``), or when ``T`` is a stock task of the leaderboard map
@@ -21,6 +21,7 @@ from typing import Any, Iterable, Mapping
 from .issues import IssueLog
 from .json_input import BadJson, parse_json_bytes
 from .loading import expand_paths, find_samples, label_from_pretrained, parse_model_args, results_stamp
+from .result_formats import OPEN_LLM_V1, results_format, v1_items, v1_model, v1_task
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,8 @@ class StockResult:
     data_source: str | None
     from_sweep: bool
     samples_path: str | None = None
+    doc_ids_are_rows: bool = False  # the samples log's doc_id is the eval row (test_ids[i] is item i), not i
+    source_format: str = "lm-eval"
 
 
 def stock_tasks(leaderboard_map: str | None = None) -> dict[str, tuple[str, str]]:
@@ -56,6 +59,8 @@ def is_stock_results(data: Mapping[str, Any]) -> bool:
         known = stock_tasks()
     except Exception:  # a broken shipped map is reported by the leaderboard section itself
         known = {}
+    if results_format(data) == OPEN_LLM_V1:
+        return True
     configs = data.get("configs") or {}
     for name in data.get("results") or {}:
         meta = (configs.get(name) or {}).get("metadata") or {}
@@ -93,6 +98,8 @@ def read_stock_file(path: Path, known: Mapping[str, tuple[str, str]], issues: Is
         data = parse_json_bytes(path.read_bytes())
     except (OSError, BadJson):  # already reported, with its line, by ``loading``
         return []
+    if results_format(data) == OPEN_LLM_V1:
+        return read_open_llm_v1(data, file, known, issues)
     if not isinstance(data, dict) or not isinstance(data.get("results"), dict) or not isinstance(data.get("configs"), dict):
         return []
     out = []
@@ -141,8 +148,40 @@ def read_stock_file(path: Path, known: Mapping[str, tuple[str, str]], issues: Is
                 data_source=record.get("data_source") if record else None,
                 from_sweep=record is not None,
                 samples_path=samples_path,
+                doc_ids_are_rows=bool(record) and record.get("doc_ids") == "eval row",
             )
         )
+    return out
+
+
+def read_open_llm_v1(data: Mapping[str, Any], file: str, known: Mapping[str, tuple[str, str]],
+                     issues: IssueLog) -> list[StockResult]:
+    """The stock results of an Open LLM Leaderboard v1 file (``harness|<task>|<n-shot>`` entries)."""
+    model = v1_model(data)
+    out, other = [], []
+    for key in sorted(data["results"]):
+        parsed = v1_task(str(key))
+        if parsed is None:  # "all": the leaderboard's average
+            continue
+        name, shots = parsed
+        result = data["results"][key]
+        if name not in known:
+            other.append(f"{name} ({shots}-shot)")
+            continue
+        task, metric = known[name]
+        value = result.get(metric) if isinstance(result, Mapping) else None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not 0 <= value <= 1:
+            shown = f"no {metric!r} value" if value is None else f"{metric}={value!r} is not an accuracy in [0, 1]"
+            issues.error("leaderboard-metric", f"stock task {name} (Open LLM Leaderboard v1 {key}): {shown}; not compared", file, name)
+            continue
+        out.append(StockResult(file=file, model=str(model), task=str(task), stock_task=name, metric=str(metric), filter="none",
+                               value=float(value), num_fewshot=shots, n_items=v1_items(data, key), test_ids=None,
+                               data_source=None, from_sweep=False, source_format=OPEN_LLM_V1))
+    if other:
+        mmlu = [o for o in other if o.startswith("mmlu_")]
+        listed = [o for o in other if not o.startswith("mmlu_")] + ([f"mmlu_* ({len(mmlu)} subjects)"] if mmlu else [])
+        issues.warn("leaderboard-not-compared", f"Open LLM Leaderboard v1 results of {model}: {', '.join(listed)} have no "
+                    f"InstructEval counterpart in the leaderboard map; not compared", file)
     return out
 
 

@@ -55,7 +55,7 @@ def leaderboard_tables(comparison: LeaderboardComparison, decimals: int = 1) -> 
         index = pd.MultiIndex.from_tuples(
             [(r.model, r.task, f"{r.stock_task} {r.stock_metric} {_shots(r.num_fewshot)}", f"{_int(r.n_items)} ({r.same_items})", r.ie_metric)
              for r in scores.itertuples(index=False)],
-            names=["model", "task", "stock", "items", "instructeval_metric"],
+            names=["model", "task", "stock_protocol", "items", "instructeval_metric"],
         )
         columns = ["stock"] + [f"{s}_{k}" for s in SETTINGS for k in ("min", "median", "max", "spread", "percentile")]
         frame = pd.DataFrame(index=index, columns=columns, dtype=float)

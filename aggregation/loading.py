@@ -36,6 +36,7 @@ from .catalog import KNOWN_RESULT_METRICS, SETTINGS, TASK_TYPES, canonical_metho
 from .issues import AggregationError, IssueLog
 from .json_input import BadJson, parse_json_bytes
 from .records import RunInfo, RunSet, Variant
+from .result_formats import FORMATS_READ, LM_EVAL, OPEN_LLM_V1, is_open_llm_v2, results_format
 from .validation import check_instructions, check_protocol, deduplicate
 
 TASK_KINDS = ("cls", "mcq", "gqa")
@@ -326,8 +327,11 @@ def read_results_file(path: Path, issues: IssueLog, *, samples: bool = True) -> 
     except BadJson as err:
         issues.error("bad-json", str(err), file)
         return [], None
-    if not isinstance(data, dict) or not isinstance(data.get("results"), dict) or not isinstance(data.get("configs"), dict):
-        issues.error("not-results", "not an lm-eval results file (needs top-level 'results' and 'configs' objects)", file)
+    kind = results_format(data)
+    if kind == OPEN_LLM_V1:  # stock scores only: read by the leaderboard comparison (leaderboard_loading)
+        return [], None
+    if kind != LM_EVAL:
+        issues.error("not-results", f"not a results file this reads; it reads {FORMATS_READ}", file)
         return [], None
     limit = (data.get("config") or {}).get("limit") if isinstance(data.get("config"), dict) else None
     if limit not in (None, 0):
@@ -353,7 +357,11 @@ def read_results_file(path: Path, issues: IssueLog, *, samples: bool = True) -> 
         if is_stock_results(data):  # read by the leaderboard comparison (leaderboard_loading)
             return [], None
         if not any(i.file == file and i.level == "error" for i in issues.items):
-            issues.warn("empty", "no InstructEval variant in this results file", file)
+            names = sorted(str(n) for n in data["results"])
+            shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+            what = "Open LLM Leaderboard v2 results: " if is_open_llm_v2(names) else ""
+            issues.warn("empty", f"{what}no InstructEval variant and no stock task of the leaderboard map in this results "
+                        f"file (its tasks: {shown or 'none'})", file)
         return [], None
     sweeps = [v.protocol["_sweep"] for v in variants if v.protocol["_sweep"]]
     sweep = {k: val for k, val in sorted((sweeps[0] if sweeps else {}).items()) if not k.endswith("_sha")}

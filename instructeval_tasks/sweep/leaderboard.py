@@ -6,10 +6,16 @@ prompt, ``process_docs``, metrics, filters and few-shot sampler -- with two chan
 - rows come from the InstructEval task's source: ``<data_dir>/<task>/{train,eval}.jsonl`` with a data
   directory, else the InstructEval YAML's HF dataset, and the map's ``fields`` are copied in first
   (e.g. BoolQ ``label`` from ``answer``); the stock ``process_docs`` then runs on them as usual;
-- the eval rows are the sweep's test items: the same ``select_indices(labels, n, test_sample,
-  test_seed)`` draw as ``InstructEvalTask.download``, in the same order, so ``doc_id`` i names the
-  same item in both results. Truncation and perturbation are not applied (the stock prompt sees the
-  full text).
+- the items scored are the sweep's test items (the same ``select_indices(labels, n, test_sample,
+  test_seed)`` draw as ``InstructEvalTask.download``), selected the way ``lm_eval --samples`` selects
+  them: the task keeps the whole eval split and ``simple_evaluate`` gets ``samples={task: sorted test
+  ids}``. The harness draws each item's few-shot demos from one seeded generator in the order it
+  visits the items, so this -- and only this -- makes the recorded score reproducible with
+  ``lm_eval --tasks <task> --num_fewshot K --seed 0,1234,1234,1234 --samples '<record.replay.samples>'``
+  on the same rows (the record's ``replay``). The samples log's ``doc_id`` is therefore the item's
+  row in the eval split (``record.doc_ids == "eval row"``), and ``record.test_ids`` maps it to the
+  InstructEval item (position i of ``test_ids``). Truncation and perturbation are not applied (the
+  stock prompt sees the full text).
 
 The stock task keeps its harness name (``hellaswag``), so the aggregation reads these files like any
 ``lm_eval`` results file. ``configs[<name>].metadata.leaderboard`` records the counterpart, test ids
@@ -42,6 +48,7 @@ from .leaderboard_map import Counterpart, LeaderboardError
 from .plan import fingerprint
 
 FEWSHOT_SEED = 1234  # lm_eval.simple_evaluate's default fewshot_random_seed, recorded in the metadata
+DOC_IDS = "eval row"  # record.doc_ids: a stock samples log's doc_id is the item's row in the eval split
 
 
 @dataclass(frozen=True)
@@ -76,6 +83,7 @@ def plan_stock_run(
         "test_seed": test_seed,
         "data_dir": data_dir,
         "fewshot_seed": FEWSHOT_SEED,
+        "doc_ids": DOC_IDS,
     }
     identity = {k: v for k, v in record.items() if k not in ("source", "map_file")}
     meta = {"leaderboard": record, **model_meta, "variant_fingerprint": fingerprint({"leaderboard": identity})}
@@ -156,10 +164,9 @@ class LeaderboardStockTask(ConfigurableTask):
             eval_split=ours.get("test_split") or ours.get("validation_split"),
             dataset_kwargs=ours.get("dataset_kwargs"),
         )
-        if record["test_sample"] is not None:
+        if record["test_sample"] is not None:  # scored through ``samples`` (see the module docstring)
             labels = evaluation[self.spec.label_field] if self.spec.balanced else None
             self._test_ids = select_indices(labels, len(evaluation), record["test_sample"], record["test_seed"])
-            evaluation = evaluation.select(self._test_ids)
         fields = self.run.counterpart.fields
         if fields:
             for split_rows in (train, evaluation):
@@ -182,18 +189,42 @@ class LeaderboardStockTask(ConfigurableTask):
             splits[fewshot_split] = train  # demonstrations always come from the InstructEval train rows
         self.dataset = datasets.DatasetDict(splits)
 
+    @property
+    def scored_rows(self) -> list[int] | None:
+        """The eval rows scored, as ``lm_eval --samples`` takes them (ascending; None: every row)."""
+        return None if self._test_ids is None else sorted(self._test_ids)
+
     def dump_config(self) -> dict:
         cfg = super().dump_config()
         meta = dict(cfg.get("metadata") or {})
         split = self.config.test_split or self.config.validation_split
+        record = meta.get("leaderboard", {})
+        replay = {"samples": {self.run.name: self.scored_rows} if self._test_ids is not None else None,
+                  "num_fewshot": self.run.counterpart.num_fewshot, "fewshot_random_seed": record.get("fewshot_seed", FEWSHOT_SEED)}
         meta["leaderboard"] = {
-            **meta.get("leaderboard", {}),
+            **record,
             "test_ids": self._test_ids,
             "eval_size": len(self.dataset[split]),
             "data_source": self._data_source,
+            "replay": {**replay, "command": replay_command(self.run.name, replay)},
         }
         cfg["metadata"] = meta
         return cfg
+
+
+def replay_command(name: str, replay: Mapping[str, Any]) -> str:
+    """The ``lm_eval`` arguments that score the same items with the same demos (model and data flags aside).
+
+        >>> print(replay_command("hellaswag", {"samples": {"hellaswag": [3, 7]}, "num_fewshot": 10, "fewshot_random_seed": 1234}))
+        lm_eval --tasks hellaswag --num_fewshot 10 --seed 0,1234,1234,1234 --samples '{"hellaswag": [3, 7]}'
+    """
+    import json
+
+    # --seed's four slots: python, numpy, torch (the harness's defaults, as the sweep uses) and few-shot.
+    command = f"lm_eval --tasks {name} --num_fewshot {replay['num_fewshot']} --seed 0,1234,1234,{replay['fewshot_random_seed']}"
+    if replay.get("samples"):
+        command += f" --samples '{json.dumps(replay['samples'])}'"
+    return command
 
 
 def evaluate_stock(lm: Any, run: StockRun, *, log_samples: bool) -> tuple[dict[str, Any], dict[str, list[dict]]]:
@@ -203,8 +234,10 @@ def evaluate_stock(lm: Any, run: StockRun, *, log_samples: bool) -> tuple[dict[s
     from .. import object_task_manager
 
     task = LeaderboardStockTask(run, stock_config(run))
+    samples = {run.name: task.scored_rows} if task.scored_rows is not None else None
     results = lm_eval.simple_evaluate(model=lm, tasks=[task], log_samples=log_samples, verbosity="ERROR",
-                                      task_manager=object_task_manager(), fewshot_random_seed=FEWSHOT_SEED)
+                                      task_manager=object_task_manager(), fewshot_random_seed=FEWSHOT_SEED,
+                                      samples=samples)
     samples = results.pop("samples", {}) if log_samples else {}
     results.pop("samples", None)
     return results, samples

@@ -180,7 +180,7 @@ def test_unmatched_one_model_and_different_items(tmp_path):
     assert list(comparison.unmatched["model"]) == ["D"]
     assert comparison.notes.count(ONE_MODEL_NOTE) == 1 and comparison.rankings.empty
     codes = [(i.level, i.code) for i in result.issues]
-    assert ("warning", "leaderboard-unmatched") in codes and ("warning", "leaderboard-items") in codes
+    assert ("error", "leaderboard-unmatched") in codes and ("warning", "leaderboard-items") in codes
 
 
 def test_stock_metric_not_an_accuracy_is_an_error_naming_file_and_metric(tmp_path):
@@ -234,3 +234,105 @@ def test_a_user_map_chooses_the_compared_metric(tmp_path):
     comparison = add_leaderboard(result, runset, [tmp_path], leaderboard_map=str(user_map))
     (row,) = comparison.scores.itertuples(index=False)
     assert (row.model, row.stock_metric, row.stock) == ("A", "acc", 0.5)
+
+
+def test_an_unmatched_stock_result_exits_3_and_the_scores_csv_has_unique_columns(three_models, tmp_path, capsys):
+    write_stock(three_models, "D", 0.5)  # no InstructEval run of D
+    out = tmp_path / "report"
+    assert aggregate_main([str(three_models), "--out", str(out)]) == 3
+    err = [line for line in capsys.readouterr().err.splitlines() if "leaderboard-unmatched" in line]
+    assert len(err) == 1 and "error" in err[0] and "stock hellaswag of model 'D'" in err[0], err
+    header = (out / "tables" / "leaderboard_scores.csv").read_text().splitlines()[0].split(",")
+    assert len(header) == len(set(header)), header
+    assert "stock_protocol" in header and "stock" in header
+
+
+def _rows_form(folder: Path, test_ids: list[int]) -> None:
+    """Rewrite ``folder``'s sweeps and stock files as a sweep on eval rows ``test_ids`` writes them:
+    the variants record ``test_ids``; the stock record says its samples' doc_id is the eval row."""
+    for path in folder.rglob("results_*.json"):
+        data = json.loads(path.read_text())
+        for name, config in data["configs"].items():
+            meta = config["metadata"]
+            if "leaderboard" in meta:
+                meta["leaderboard"].update(test_ids=test_ids, doc_ids="eval row")
+                samples = path.parent / f"samples_hellaswag_{STAMP}.jsonl"
+                rows = [json.loads(line) for line in samples.read_text().splitlines()]
+                for row in rows:
+                    row["doc_id"] = test_ids[row["doc_id"]]
+                rows.sort(key=lambda r: r["doc_id"])  # the harness logs rows in ascending order
+                samples.write_text("".join(json.dumps(r) + "\n" for r in rows))
+            else:
+                meta["test_ids"] = test_ids
+        path.write_text(json.dumps(data))
+
+
+def test_stock_samples_logged_by_eval_row_pair_with_the_instructeval_items(three_models, tmp_path):
+    _, by_position = build(three_models, n_boot=100)
+    _rows_form(three_models, [7, 3, 9, 1])
+    result, by_row = build(three_models, n_boot=100)
+    assert set(by_row.scores["same_items"]) == {"yes"}
+    few = by_row.rankings.set_index("setting").loc["few_shot"]
+    assert not math.isnan(few["tau_median_ci_low"])  # the item bootstrap found every model's items
+    assert by_row.rankings.equals(by_position.rankings)  # the very same pairing of items
+
+
+def _v1_file(folder: Path, model: str, hellaswag: float) -> Path:
+    """An Open LLM Leaderboard v1 results file (its layout: harness|task|n keys, config_general)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    data = {
+        "config_general": {"lighteval_sha": "0f318ecf002208468154899217b3ba7c6ae09374", "num_few_shot_default": 0,
+                           "model_name": model, "model_sha": "abc", "model_dtype": "torch.float16"},
+        "results": {
+            "harness|arc:challenge|25": {"acc": 0.5, "acc_stderr": 0.01, "acc_norm": 0.55, "acc_norm_stderr": 0.01},
+            "harness|hellaswag|10": {"acc": 0.4, "acc_stderr": 0.005, "acc_norm": hellaswag, "acc_norm_stderr": 0.004},
+            "harness|hendrycksTest-virology|5": {"acc": 0.4, "acc_norm": 0.4},
+            "harness|hendrycksTest-world_religions|5": {"acc": 0.6, "acc_norm": 0.6},
+            "harness|truthfulqa:mc|0": {"mc1": 0.3, "mc2": 0.45},
+            "all": {"acc": 0.5},
+        },
+        "versions": {"all": 0, "harness|hellaswag|10": 0},
+        "summary_tasks": {"harness|hellaswag|10": {"truncated": 0, "non_truncated": 10042, "padded": 40168}},
+    }
+    path = folder / "results_2023-10-28T12-00-00.000000.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_open_llm_leaderboard_v1_files_are_read(tmp_path, capsys):
+    for model in "AB":
+        write_sweep(tmp_path, model)
+    v1 = tmp_path / "open-llm-leaderboard"
+    _v1_file(v1 / "org" / "Model-A", "org/Model-A", 0.25)
+    path_b = _v1_file(v1 / "org" / "Model-B", "org/Model-B", 0.5)
+    result, comparison = build(tmp_path, paths=[tmp_path, v1], aliases={"org/Model-A": "A", "org/Model-B": "B"})
+    scores = comparison.scores.set_index("model")
+    assert list(scores.index) == ["A", "B"]
+    assert list(scores["stock"]) == [0.25, 0.5] and set(scores["stock_metric"]) == {"acc_norm"}
+    assert set(scores["num_fewshot"]) == {10} and set(scores["n_items"]) == {10042}
+    assert set(scores["same_items"]) == {"no"}  # the whole validation split, not the sweep's 4 items
+    codes = {(i.level, i.code) for i in result.issues}
+    assert ("error", "not-results") not in codes and not any(c == "empty" for _, c in codes)
+    (note,) = [i for i in result.issues if i.code == "leaderboard-not-compared" and i.file == str(path_b)]
+    assert note.level == "warning" and "arc_challenge (25-shot), truthfulqa_mc2 (0-shot), mmlu_* (2 subjects)" in note.message
+    out = tmp_path / "report"
+    assert aggregate_main([str(tmp_path), str(v1), "--out", str(out), "--model-alias", "org/Model-A=A",
+                           "--model-alias", "org/Model-B=B"]) == 0
+    assert "hellaswag acc_norm 10-shot" in (out / "tables" / "leaderboard_scores.md").read_text()
+
+
+def test_other_formats_are_named(tmp_path):
+    write_sweep(tmp_path, "A")
+    v2 = tmp_path / "v2"
+    v2.mkdir()
+    (v2 / "results_2024-06-01T00-00-00.000000.json").write_text(json.dumps({
+        "results": {"leaderboard_bbh_navigate": {"alias": " - leaderboard_bbh_navigate", "acc_norm,none": 0.5}},
+        "configs": {"leaderboard_bbh_navigate": {"task": "leaderboard_bbh_navigate", "num_fewshot": 3}},
+        "config": {"model": "hf", "model_args": "pretrained=org/Model-A"}, "model_name": "org/Model-A"}))
+    (v2 / "results_2024-06-02T00-00-00.000000.json").write_text(json.dumps({"scores": {"hellaswag": 0.5}}))
+    result, _ = build(tmp_path, paths=[tmp_path, v2])
+    runset = load_runs([tmp_path, v2])
+    by_code = {i.code: i.message for i in runset.issues.items}
+    assert "Open LLM Leaderboard v2 results: no InstructEval variant and no stock task" in by_code["empty"]
+    assert "leaderboard_bbh_navigate" in by_code["empty"]
+    assert "Open LLM Leaderboard v1 results" in by_code["not-results"] and "lm-eval results_*.json" in by_code["not-results"]

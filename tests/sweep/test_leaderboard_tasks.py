@@ -99,15 +99,17 @@ def test_stock_tasks_run_on_the_sweep_test_items(leaderboard_sweep, tiny_rows):
         assert record["data_source"] == variant["meta"]["data_source"]
         assert stock_entry["n"]["effective"] == 4
         assert 0.0 <= stock_entry["result"][f"{metric},none"] <= 1.0
-        # doc_id i is the same eval row in both sample logs.
+        # InstructEval doc_id i is eval row test_ids[i], which is the stock log's doc_id (as lm_eval --samples logs it).
+        assert record["doc_ids"] == "eval row"
         ours_docs = {s["doc_id"]: s["doc"] for s in _samples(out, f"instructeval_{ours}__null__zs")}
         stock_docs = {s["doc_id"]: s["doc"] for s in _samples(out, stock)}
-        assert sorted(ours_docs) == sorted(stock_docs) == [0, 1, 2, 3]
+        assert sorted(ours_docs) == [0, 1, 2, 3] and sorted(stock_docs) == sorted(record["test_ids"])
+        assert record["replay"]["samples"] == {stock: sorted(record["test_ids"])}
         local = {"hellaswag": "hellaswag", "boolq": "boolq"}[ours]
         rows = tiny_rows[local]["eval"]
         for doc_id, test_id in enumerate(record["test_ids"]):
             key = "ind" if ours == "hellaswag" else "question"
-            assert stock_docs[doc_id][key] == ours_docs[doc_id][key] == rows[test_id][key]
+            assert stock_docs[test_id][key] == ours_docs[doc_id][key] == rows[test_id][key]
     # The stock prompt and process_docs are the harness's own: HellaSwag's preprocess and query,
     # BoolQ's SuperGLUE label copied from google/boolq's answer.
     swag = _samples(out, "hellaswag")[0]
@@ -116,6 +118,50 @@ def test_stock_tasks_run_on_the_sweep_test_items(leaderboard_sweep, tiny_rows):
     boolq = _samples(out, "boolq")
     assert all(s["doc"]["label"] == int(s["doc"]["answer"]) for s in boolq)
     assert boolq[0]["arguments"]["gen_args_0"]["arg_0"].endswith("?\nAnswer:")
+
+
+def test_lm_eval_samples_on_the_record_replays_the_stock_run(leaderboard_sweep, tiny_model_dir, tiny_data_dir, tmp_path):
+    """The record's ``replay`` given to the ``lm_eval`` CLI (the stock YAML, the same local rows) sends
+    the very same requests, with the same demos, and gets the same answers and score."""
+    import os
+    import subprocess
+    import sys
+
+    from instructeval_tasks.sweep.leaderboard import stock_yaml
+
+    out, _ = leaderboard_sweep
+    entry = _entries(out)["hellaswag"]
+    replay = entry["meta"]["leaderboard"]["replay"]
+    assert replay["command"].startswith("lm_eval --tasks hellaswag --num_fewshot 2 --seed 0,1234,1234,1234 --samples ")
+    # The stock task itself, reading the sweep's local rows instead of the hub's.
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    (tasks / "hellaswag_local.yaml").write_text(
+        f"include: {stock_yaml('hellaswag')}\ntask: hellaswag_local\ndataset_path: json\ndataset_name: null\n"
+        f"dataset_kwargs:\n  data_files:\n    train: {tiny_data_dir / 'hellaswag' / 'train.jsonl'}\n"
+        f"    validation: {tiny_data_dir / 'hellaswag' / 'eval.jsonl'}\n")
+    samples = json.dumps({"hellaswag_local": replay["samples"]["hellaswag"]})
+    env = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    done = subprocess.run(
+        [sys.executable, "-m", "lm_eval", "--model", "hf", "--model_args", f"pretrained={tiny_model_dir},dtype=float32",
+         "--include_path", str(tasks), "--tasks", "hellaswag_local", "--num_fewshot", str(replay["num_fewshot"]),
+         "--seed", f"0,1234,1234,{replay['fewshot_random_seed']}", "--samples", samples, "--device", "cpu",
+         "--batch_size", "1", "--output_path", str(tmp_path / "replay"), "--log_samples"],
+        capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    replayed = {s["doc_id"]: s for s in _samples(tmp_path / "replay", "hellaswag_local")}
+    recorded = {s["doc_id"]: s for s in _samples(out, "hellaswag")}
+    assert sorted(replayed) == sorted(recorded)
+    for doc_id, sample in recorded.items():
+        assert replayed[doc_id]["arguments"] == sample["arguments"]  # request strings, byte for byte
+        # the same log-likelihoods (float32; batch padding moves the last bits) and the same answers
+        got = [(float(r[0][0]), r[0][1]) for r in replayed[doc_id]["resps"]]
+        want = [(float(r[0][0]), r[0][1]) for r in sample["resps"]]
+        assert [g[1] for g in got] == [w[1] for w in want]
+        assert max(abs(g[0] - w[0]) for g, w in zip(got, want)) < 1e-4
+        assert replayed[doc_id]["acc_norm"] == sample["acc_norm"]
+    replayed_score = json.loads(next((tmp_path / "replay").rglob("results_*.json")).read_text())["results"]["hellaswag_local"]
+    assert replayed_score["acc_norm,none"] == entry["result"]["acc_norm,none"]
 
 
 def test_rerun_skips_finished_stock_tasks_and_refuses_another_nshot(leaderboard_sweep, tiny_model_dir, tiny_data_dir):
