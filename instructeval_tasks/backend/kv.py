@@ -13,11 +13,18 @@ Example:
 
 from __future__ import annotations
 
+import inspect
 import re
+from typing import Any
 
 import torch
 
 from .tree import Node
+
+# The forward argument that takes a KV cache, newest name first: transformers 5.2x calls it
+# ``cache`` (``past_key_values`` stays a deprecated alias for a while), earlier releases
+# ``past_key_values``.
+CACHE_ARGUMENTS = ("cache", "past_key_values")
 
 _UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
           "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
@@ -44,6 +51,23 @@ def parse_bytes(value: int | float | str | None) -> int | None:
     return size
 
 
+def cache_argument(forward: Any) -> str | None:
+    """The name under which ``forward`` takes a KV cache (``cache`` or ``past_key_values``), or None.
+
+    Example:
+        >>> cache_argument(lambda input_ids, cache=None: None), cache_argument(lambda input_ids: None)
+        ('cache', None)
+    """
+    params = inspect.signature(forward).parameters
+    return next((name for name in CACHE_ARGUMENTS if name in params), None)
+
+
+def output_cache(output: Any) -> Any:
+    """The KV cache a forward pass returned (``output.cache``, or ``output.past_key_values`` before 5.2x)."""
+    cache = getattr(output, "cache", None)
+    return cache if cache is not None else getattr(output, "past_key_values", None)
+
+
 def make_cache(kv: list[tuple[torch.Tensor, torch.Tensor]] | None):
     """A transformers ``DynamicCache`` holding ``kv`` ([batch, heads, len, dim] per layer), or empty."""
     from transformers.cache_utils import DynamicCache
@@ -55,9 +79,11 @@ def make_cache(kv: list[tuple[torch.Tensor, torch.Tensor]] | None):
     except ImportError:  # transformers < 4.56: the legacy tuple format
         return DynamicCache.from_legacy_cache(tuple(kv))
     cache = DynamicCache()
+    # transformers 4.56-4.57 initialise a layer from its keys alone, 5.x from keys and values.
+    takes_values = len(inspect.signature(DynamicLayer.lazy_initialization).parameters) > 2
     for keys, values in kv:
         layer = DynamicLayer()
-        layer.lazy_initialization(keys, values)
+        layer.lazy_initialization(*((keys, values) if takes_values else (keys,)))
         layer.keys, layer.values = keys, values
         cache.layers.append(layer)
     return cache

@@ -20,9 +20,10 @@ from lm_eval.models.huggingface import HFLM
 from lm_eval.models.utils import handle_stop_sequences, normalize_gen_kwargs
 from tqdm import tqdm
 
+from ..errors import UserError
 from .evaluator import ModelSpec, TreeEvaluator
 from .generation import TreeGreedyGeneration, greedy_unsupported
-from .kv import cache_tensors, make_cache, parse_bytes
+from .kv import cache_argument, cache_tensors, make_cache, output_cache, parse_bytes
 from .loglikelihood import TreeLoglikelihood
 from .support import PrefixSupport
 from .tree import PrefixTree
@@ -32,6 +33,10 @@ log = logging.getLogger(__name__)
 MODEL_NAME = "instructeval-hf"
 DEFAULT_MAX_KV_MEMORY = "400MB"
 _FORCE_GQA_ENV = "TRANSFORMERS_SDPA_FORCE_GQA"  # read by transformers.integrations.sdpa_attention
+
+
+class PrefixPathUnavailable(UserError):
+    """``require_prefix=true`` and a request would run on the stock ``hf`` code."""
 
 
 def _as_bool(value: Any) -> bool:
@@ -45,10 +50,13 @@ class InstructEvalHFLM(HFLM):
 
     def __init__(self, *args: Any, prefix_sharing: bool | str = True, pack_tokens: int | str = 32,
                  decode_batch_size: int | str | None = None, max_kv_memory: int | str | None = DEFAULT_MAX_KV_MEMORY,
-                 **kwargs: Any) -> None:
+                 require_prefix: bool | str = False, **kwargs: Any) -> None:
         self.max_kv_memory = parse_bytes(max_kv_memory)  # before loading the model: a typo fails fast
-        super().__init__(*args, **kwargs)
         self.prefix_sharing = _as_bool(prefix_sharing)
+        self.require_prefix = _as_bool(require_prefix)
+        if self.require_prefix and not self.prefix_sharing:
+            raise PrefixPathUnavailable("instructeval-hf: require_prefix=true contradicts prefix_sharing=false; drop one")
+        super().__init__(*args, **kwargs)
         self.pack_tokens = max(0, int(pack_tokens))
         self.decode_batch_size = None if decode_batch_size in (None, "", "None") else int(decode_batch_size)
         if self.decode_batch_size is not None and self.decode_batch_size < 1:
@@ -60,18 +68,81 @@ class InstructEvalHFLM(HFLM):
         self._ie_kv_bytes: int | None = None
         self._ie_auto_bs: int | None = None
         self.prefix_stats: dict[str, int] = {}  # of the last call: forward passes, tokens, distinct tokens, KV
+        # Which path served the requests since the last ``get_model_info`` (one per simple_evaluate call).
+        self.path_counts: dict[str, Any] = {"prefix": 0, "stock": 0, "stock_reasons": {}}
         self._ie_force_gqa = (
             self.device.type == "cpu"
             and tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 5)
             and getattr(getattr(self.model, "config", None), "_attn_implementation", None) == "sdpa"
         )
+        self._ie_check_at_start()
+
+    # ------------------------------------------------------------------ which path serves requests
+
+    def _ie_check_at_start(self) -> None:
+        """Say now, not in the middle of the progress output, when no request can take the prefix path."""
+        if not self.prefix_sharing:
+            return
+        reason = self._ie_unsupported(0)
+        if reason is None:
+            log.info("instructeval-hf: prefix path ready (transformers %s)", _transformers_version())
+            return
+        message = (f"instructeval-hf: the prefix path cannot serve this model ({reason}; transformers "
+                   f"{_transformers_version()}): every request runs on the stock hf code, with the same "
+                   f"scores and about the speed of --model hf")
+        if self.require_prefix:
+            raise PrefixPathUnavailable(f"{message}; require_prefix=true makes this an error")
+        log.warning("%s (require_prefix=true makes this an error)", message)
+
+    def _ie_count(self, path: str, n: int, reason: str | None = None, what: str = "") -> None:
+        """Count ``n`` requests served by ``path`` ("prefix" or "stock", the latter with its reason)."""
+        if path == "stock":
+            if self.require_prefix:
+                raise PrefixPathUnavailable(
+                    f"instructeval-hf: {n} {what or 'request'}(s) would run on the stock hf code ({reason}); "
+                    f"require_prefix=true makes this an error")
+            reasons = self.path_counts["stock_reasons"]
+            key = f"{what}: {reason}" if what else str(reason)
+            reasons[key] = reasons.get(key, 0) + n
+        self.path_counts[path] += n
+
+    def path_summary(self) -> str | None:
+        """``"N of M requests ran on the stock path: <reasons>"`` since the last report (None: all on the prefix path)."""
+        counts = self.path_counts
+        total = counts["prefix"] + counts["stock"]
+        if not counts["stock"]:
+            return None
+        reasons = "; ".join(f"{why} ({n})" for why, n in sorted(counts["stock_reasons"].items()))
+        return f"{counts['stock']} of {total} requests ran on the stock path: {reasons}"
+
+    def get_model_info(self) -> dict:
+        """``HFLM``'s model info plus ``instructeval_hf``: which path served this evaluation's requests.
+
+        ``simple_evaluate`` calls this once, after the requests ran, and puts it in the results'
+        ``config``; the counts then start again for the next evaluation on the same model."""
+        info = dict(super().get_model_info())
+        counts = self.path_counts
+        info["instructeval_hf"] = {
+            "prefix_sharing": self.prefix_sharing,
+            "require_prefix": self.require_prefix,
+            "prefix_requests": counts["prefix"],
+            "stock_requests": counts["stock"],
+            "stock_reasons": dict(sorted(counts["stock_reasons"].items())),
+            "transformers": _transformers_version(),
+        }
+        summary = self.path_summary()
+        if summary:
+            log.warning("instructeval-hf: %s", summary)
+        self.path_counts = {"prefix": 0, "stock": 0, "stock_reasons": {}}
+        return info
 
     # ------------------------------------------------------------------ model calls
 
     def _ie_model_call(self, input_ids, attention_mask, position_ids, past_key_values, logits_to_keep=None):
         """One forward pass with a KV cache; returns (logits, cache). Benchmarks wrap this to count tokens."""
         kwargs: dict[str, Any] = dict(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
-                                      past_key_values=past_key_values, use_cache=True)
+                                      use_cache=True)
+        kwargs[self._ie_cache_argument()] = past_key_values
         if logits_to_keep is not None:
             kwargs["logits_to_keep"] = logits_to_keep
         # transformers repeats grouped K/V heads before sdpa whenever a mask is given; on CPU,
@@ -89,7 +160,11 @@ class InstructEvalHFLM(HFLM):
         finally:
             if force_gqa:
                 os.environ.pop(_FORCE_GQA_ENV, None)
-        return out.logits, out.past_key_values
+        return out.logits, output_cache(out)
+
+    def _ie_cache_argument(self) -> str:
+        """The model forward's name for the KV cache argument (``cache`` on transformers 5.2x)."""
+        return cache_argument(self.model.forward) or "past_key_values"
 
     def _ie_spec(self) -> ModelSpec:
         if self._ie_spec_cache is None:
@@ -131,9 +206,9 @@ class InstructEvalHFLM(HFLM):
         if self._ie_kv_bytes is None:
             ids = torch.tensor([[int(self.prefix_token_id)]], dtype=torch.long, device=self.device)
             with torch.no_grad():
-                out = self.model(input_ids=ids, past_key_values=make_cache(None), use_cache=True)
+                out = self.model(input_ids=ids, use_cache=True, **{self._ie_cache_argument(): make_cache(None)})
             self._ie_kv_bytes = sum(k.numel() * k.element_size() + v.numel() * v.element_size()
-                                    for k, v in cache_tensors(out.past_key_values))
+                                    for k, v in cache_tensors(output_cache(out)))
         return self._ie_kv_bytes
 
     def _ie_evaluator(self, tree: PrefixTree, seqs, batch_size: int, keep_all_kv: bool = False) -> TreeEvaluator:
@@ -192,14 +267,18 @@ class InstructEvalHFLM(HFLM):
     def _loglikelihood_tokens(self, requests, disable_tqdm: bool = False, override_bs: int | None = None):
         if not requests:
             return []
+        what = "loglikelihood_rolling window" if self._ie_parent_only else "loglikelihood request"
         if self._ie_parent_only or not self.prefix_sharing or self.backend != "causal":
+            self._ie_count("stock", len(requests), self._ie_unsupported(0) or f"backend {self.backend!r}", what)
             return super()._loglikelihood_tokens(requests, disable_tqdm=disable_tqdm, override_bs=override_bs)
         scorer = TreeLoglikelihood(self.max_length, self.softmax_dtype)
         scorer.add_requests(requests)
         reason = self._ie_unsupported(scorer.longest)
         if reason:
+            self._ie_count("stock", len(requests), reason, what)
             self._ie_support().note("loglikelihood", reason)
             return super()._loglikelihood_tokens(requests, disable_tqdm=disable_tqdm, override_bs=override_bs)
+        self._ie_count("prefix", len(requests))
         batch_size = self._ie_batch_size(override_bs)
         pbar = tqdm(total=len(requests), disable=(disable_tqdm or (self.rank != 0)), desc="Running loglikelihood requests")
         res, stats = scorer.score(lambda tree: self._ie_evaluator(tree, scorer.seqs, batch_size), pbar.update)
@@ -216,6 +295,9 @@ class InstructEvalHFLM(HFLM):
         if not requests:
             return []
         if not self.prefix_sharing or self.backend != "causal" or any(len(r.args) != 2 for r in requests):
+            reason = ("prefix_sharing=False" if not self.prefix_sharing else
+                      f"backend {self.backend!r}" if self.backend != "causal" else "multimodal requests")
+            self._ie_count("stock", len(requests), reason, "generate_until request")
             return super().generate_until(requests, disable_tqdm=disable_tqdm)
         batch_size = self._ie_batch_size()
         generation = TreeGreedyGeneration(
@@ -252,12 +334,14 @@ class InstructEvalHFLM(HFLM):
             if not reason:
                 reason = self._ie_unsupported(max(len(c) for c in contexts) + max_gen_toks)
             if reason:
+                self._ie_count("stock", len(members), reason, "generate_until request")
                 self._ie_support().note("generate_until", reason)
                 outs = super().generate_until([requests[i] for i in members], disable_tqdm=True)
                 for i, s in zip(members, outs):
                     results[i] = s
                 pbar.update(len(members))
                 continue
+            self._ie_count("prefix", len(members))
             for i, s in zip(members, generation.generate(contexts, until, max_gen_toks)):
                 results[i] = s
                 self.cache_hook.add_partial("generate_until", (requests[i].args[0], gen_kwargs), s)
@@ -266,6 +350,12 @@ class InstructEvalHFLM(HFLM):
                 self.prefix_stats = self._ie_stats(generation.stats)
         pbar.close()
         return results  # type: ignore[return-value]
+
+
+def _transformers_version() -> str:
+    import transformers
+
+    return str(transformers.__version__)
 
 
 # Its public path (``instructeval_tasks.backend.InstructEvalHFLM``) is the registry target the hook

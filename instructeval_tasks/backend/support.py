@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from .evaluator import ModelSpec, TreeEvaluator
+from .kv import CACHE_ARGUMENTS, cache_argument
 from .tree import PrefixTree
 
 if TYPE_CHECKING:
@@ -70,8 +71,11 @@ class PrefixSupport:
         if attn not in SUPPORTED_ATTENTION:
             return f"attention implementation {attn!r} (tree masks need one of {SUPPORTED_ATTENTION})"
         params = inspect.signature(model.forward).parameters
-        if not {"past_key_values", "position_ids", "attention_mask"} <= set(params):
-            return "the model's forward takes no past_key_values/position_ids/attention_mask"
+        missing = [name for name in ("position_ids", "attention_mask") if name not in params]
+        if cache_argument(model.forward) is None:
+            missing.insert(0, "/".join(CACHE_ARGUMENTS))
+        if missing:
+            return f"the model's forward takes no {', '.join(missing)}"
         types, window = self.window()
         other = types - {"full_attention", *WINDOWED_LAYER_TYPES}
         if other:

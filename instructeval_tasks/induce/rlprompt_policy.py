@@ -35,6 +35,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from ..backend.kv import cache_argument, output_cache
+
 MLP_HIDDEN = 2048  # LMAdaptorModelConfig.hidden_size
 INIT_GAIN = 1e-4   # LMAdaptorModel._init_weights: xavier_uniform_(gain=0.0001), bias -0.0001
 INIT_BIAS = -1e-4
@@ -113,8 +115,9 @@ class PromptPolicy(nn.Module):
 
     @torch.no_grad()
     def _states(self, ids: torch.Tensor, past=None):
-        out = self._decoder()(input_ids=ids, past_key_values=past, use_cache=True)
-        return out.last_hidden_state, out.past_key_values
+        decoder = self._decoder()
+        out = decoder(input_ids=ids, use_cache=True, **{cache_argument(decoder.forward) or "past_key_values": past})
+        return out.last_hidden_state, output_cache(out)
 
     def _logits(self, mlp: nn.Module, state: torch.Tensor) -> torch.Tensor:
         logits = self._lm_head(mlp(state))

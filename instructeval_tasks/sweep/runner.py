@@ -173,11 +173,40 @@ def merge_results(parts: list[dict[str, Any]]) -> dict[str, Any]:
     for key in _PER_TASK_KEYS:
         if any(key in part for part in parts):
             merged[key] = {k: v for part in parts for k, v in (part.get(key) or {}).items()}
+    paths = [part.get("config", {}).get(PATH_KEY) for part in parts]
+    if any(isinstance(p, dict) for p in paths):  # instructeval-hf's path counts: the chunk's sums
+        merged["config"] = {**merged["config"], PATH_KEY: merge_path_counts([p for p in paths if isinstance(p, dict)])}
     if "end_time" in parts[-1]:
         merged["end_time"] = parts[-1]["end_time"]
     if all("total_evaluation_time_seconds" in part for part in parts):
         merged["total_evaluation_time_seconds"] = str(sum(float(p["total_evaluation_time_seconds"]) for p in parts))
     return merged
+
+
+PATH_KEY = "instructeval_hf"  # results config: which path of instructeval-hf served the requests
+
+
+def merge_path_counts(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """One ``instructeval_hf`` record from several evaluations' (request counts and reasons summed)."""
+    merged = dict(records[0])
+    for key in ("prefix_requests", "stock_requests"):
+        merged[key] = sum(int(r.get(key) or 0) for r in records)
+    reasons: dict[str, int] = {}
+    for record in records:
+        for why, n in (record.get("stock_reasons") or {}).items():
+            reasons[why] = reasons.get(why, 0) + int(n)
+    merged["stock_reasons"] = dict(sorted(reasons.items()))
+    return merged
+
+
+def stock_path_note(results: dict[str, Any]) -> str:
+    """`` [N of M requests on the stock path: reasons]`` for a results dict whose requests fell back, else ``""``."""
+    record = (results.get("config") or {}).get(PATH_KEY)
+    if not isinstance(record, dict) or not record.get("stock_requests"):
+        return ""
+    total = int(record.get("prefix_requests") or 0) + int(record["stock_requests"])
+    reasons = "; ".join(sorted(record.get("stock_reasons") or {}))
+    return f" [{record['stock_requests']} of {total} requests on the stock path: {reasons}]"
 
 
 def evaluate_chunk(
@@ -508,6 +537,7 @@ def _evaluate_pending(runner: Any, jobs: list[ChunkJob], spec: ModelSpec, prof: 
     bar = tqdm(total=sum(len(job.variants) for job in jobs), unit="variant", desc="sweep", disable=not progress,
                file=sys.stderr, mininterval=0, miniters=1)
     stop = StopRequests(lambda line: bar.write(line, file=sys.stderr))
+    paths: list[dict[str, Any]] = []  # instructeval-hf path records of variants with stock-path requests
 
     def variant_done(variant: Variant, results: dict[str, Any], seconds: float) -> None:
         metric, value = _primary(results["results"].get(variant.name, {}))
@@ -515,7 +545,10 @@ def _evaluate_pending(runner: Any, jobs: list[ChunkJob], spec: ModelSpec, prof: 
         counts = (results.get("n-samples") or {}).get(variant.name) or {}
         if counts.get("effective") != counts.get("original"):  # a budgeted variant: its own cells only
             shown += f" on {counts.get('effective')} of {counts.get('original')} items"
-        bar.write(f"done {variant.name}: {metric}={shown} ({seconds:.1f} s)", file=sys.stderr)
+        note = stock_path_note(results)
+        if note:
+            paths.append(results["config"][PATH_KEY])
+        bar.write(f"done {variant.name}: {metric}={shown} ({seconds:.1f} s){note}", file=sys.stderr)
         bar.update(1)
 
     def save(job: ChunkJob, results: dict[str, Any], samples: dict[str, list[dict]]) -> None:
@@ -550,4 +583,8 @@ def _evaluate_pending(runner: Any, jobs: list[ChunkJob], spec: ModelSpec, prof: 
              f"Run the same command again to resume.")
         raise
     bar.close()
+    if paths:  # the summary repeats what scrolled by in the progress lines
+        merged = merge_path_counts(paths)
+        echo(f"instructeval-hf: {len(paths)} variant(s) ran requests on the stock hf path{stock_path_note({'config': {PATH_KEY: merged}})} "
+             f"-- same scores, about the speed of --model hf; require_prefix=true in --model_args makes this an error")
     report.skipped += queue.skipped  # saved by another process (a shard) while this one ran

@@ -201,4 +201,9 @@ def test_add_bos_token_model_arg(make_pair):
     assert pair.new.prefix_stats.get("distinct_tokens")
     assert max(abs(a[0] - b[0]) for a, b in zip(want, got)) <= TOL
     assert [a[1] for a in want] == [b[1] for b in got]
-    assert pair.new.tok_encode("Category: World")[0] == pair.new.tokenizer.bos_token_id
+    # the same tokens as hf (transformers 5.x then adds the BOS; 4.57's fast tokenizer adds none without a template)
+    assert pair.new.tok_encode("Category: World") == pair.stock.tok_encode("Category: World")
+    import transformers
+
+    if int(transformers.__version__.split(".")[0]) >= 5:
+        assert pair.new.tok_encode("Category: World")[0] == pair.new.tokenizer.bos_token_id

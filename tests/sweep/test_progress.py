@@ -47,3 +47,22 @@ def test_progress_advances_per_variant_with_measured_times(tmp_path, tiny_model_
     assert [f"{seconds:.1f}" for _, seconds in timed] == [s for _, s in shown]
     saved = json.loads(report.result_files[0].read_text())
     assert sorted(saved["results"]) == sorted(saved["configs"]) == sorted(name for name, _ in timed)
+
+
+def test_stock_path_requests_are_shown_per_variant_summed_and_recorded(tmp_path, tiny_model_dir, tiny_data_dir, capsys):
+    """instructeval-hf with the prefix path off: every progress line, the end of the sweep and the
+    results file say how many requests ran on the stock path, and why."""
+    report = run_sweep(model="instructeval-hf", model_args=f"pretrained={tiny_model_dir},dtype=float32,prefix_sharing=false",
+                       tasks="agnews", methods="null", output=tmp_path / "out", profile="quick",
+                       overrides={"instructions_per_method": 1, "test_sample": 2}, data_dir=str(tiny_data_dir),
+                       device="cpu", progress=True)
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.startswith("done instructeval_agnews")]
+    assert len(lines) == 7
+    assert all(line.endswith("[8 of 8 requests on the stock path: loglikelihood request: prefix_sharing=False]") for line in lines), lines
+    assert ("instructeval-hf: 7 variant(s) ran requests on the stock hf path [56 of 56 requests on the stock path: "
+            "loglikelihood request: prefix_sharing=False]") in err
+    saved = json.loads(report.result_files[0].read_text())
+    record = saved["config"]["instructeval_hf"]
+    assert (record["prefix_requests"], record["stock_requests"]) == (0, 56)
+    assert record["stock_reasons"] == {"loglikelihood request: prefix_sharing=False": 56}

@@ -1,0 +1,171 @@
+"""Which path serves ``instructeval-hf``'s requests, on the installed transformers, said out loud.
+
+- The three architectures of the real models (Llama: SmolLM2; Gemma 3; Qwen2) take the prefix path
+  on the installed transformers, with the stock scores: no request runs on the stock code.
+- A model the prefix path cannot serve is announced when the backend is built (not in the middle of
+  the progress output), its requests are counted and their reason recorded in the results'
+  ``config.instructeval_hf``, the final summary line says "N of M requests ran on the stock path",
+  and ``require_prefix=true`` turns all of that into an error.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+from lm_eval.api.instance import Instance
+
+TOL = 1e-4
+DEMOS = "News: Ceasefire talks resume in Geneva.\nCategory: World\n\nNews: Home side wins the cup final.\nCategory: Sports\n\n"
+
+
+def request_args() -> list[tuple[str, str]]:
+    """Two instructions x two docs x four choices over shared few-shot prefixes, and two short ones."""
+    reqs = [(f"{instruction}{DEMOS}News: {doc}\nCategory:", choice)
+            for instruction in ("Solve the following task:\n\n", "Find the answer below:\n\n")
+            for doc in ("Fears for pension after talks.", "Robot learns to fold laundry.")
+            for choice in (" World", " Sports", " Business", " Sci/Tech")]
+    return reqs + [("hello wor", "ld hello world"), ("Category:", " World")]
+
+
+def instances(args: list[tuple[str, str]]) -> list[Instance]:
+    return [Instance("loglikelihood", {}, a, i) for i, a in enumerate(args)]
+
+
+def _tokenizer_dir(tiny_llama_dirs: dict[str, Path]) -> Path:
+    return tiny_llama_dirs["llama-nobos"]
+
+
+def build_tiny_arch(out_dir: Path, arch: str, tokenizer_dir: Path) -> Path:
+    """A 2-layer model of ``arch`` ("gemma3" or "qwen2"; random weights, seed 0) with the tiny tokenizer."""
+    import torch
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+    common = dict(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+                  bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id)
+    if arch == "gemma3":
+        from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+
+        # Gemma 3's mix of sliding and full attention layers, with windows longer than the test sequences.
+        config = Gemma3TextConfig(**common, head_dim=16, sliding_window=128,
+                                  layer_types=["sliding_attention", "full_attention"])
+        model_class = Gemma3ForCausalLM
+    else:
+        from transformers import Qwen2Config, Qwen2ForCausalLM
+
+        config = Qwen2Config(**common)
+        model_class = Qwen2ForCausalLM
+    torch.manual_seed(0)
+    model = model_class(config)
+    model.eval()
+    model.save_pretrained(out_dir)
+    tokenizer.save_pretrained(out_dir)
+    return out_dir
+
+
+@pytest.fixture(scope="module")
+def arch_dirs(tmp_path_factory, tiny_llama_dirs) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("arch")
+    tok = _tokenizer_dir(tiny_llama_dirs)
+    return {"llama": tiny_llama_dirs["llama-nobos"], "gemma3": build_tiny_arch(root / "gemma3", "gemma3", tok),
+            "qwen2": build_tiny_arch(root / "qwen2", "qwen2", tok)}
+
+
+@pytest.mark.parametrize("arch,model_type", [("llama", "llama"), ("gemma3", "gemma3_text"), ("qwen2", "qwen2")])
+def test_real_architectures_take_the_prefix_path(arch_dirs, arch, model_type, caplog):
+    from lm_eval.models.huggingface import HFLM
+
+    from instructeval_tasks.backend import InstructEvalHFLM
+
+    args = dict(pretrained=str(arch_dirs[arch]), dtype="float32", device="cpu", batch_size=4, max_length=64)
+    with caplog.at_level(logging.WARNING):
+        new = InstructEvalHFLM(**args)
+    assert new.model.config.model_type == model_type
+    assert not [r for r in caplog.records if "stock hf code" in r.getMessage()], "a fallback was announced"
+    assert new._ie_unsupported(64) is None
+    reqs = instances(request_args())
+    got = new.loglikelihood(reqs)
+    want = HFLM(**args).loglikelihood(reqs)
+    assert max(abs(a[0] - b[0]) for a, b in zip(want, got)) <= TOL
+    info = new.get_model_info()["instructeval_hf"]
+    assert info["stock_requests"] == 0 and info["prefix_requests"] == len(reqs), info
+    assert new.path_summary() is None
+
+
+class _NoCacheForward:
+    """A causal LM wrapper whose forward names no KV cache argument (as custom model code may)."""
+
+    @staticmethod
+    def wrap(model):
+        inner = model.forward
+
+        def forward(input_ids=None, attention_mask=None, **kwargs):
+            return inner(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
+
+        model.forward = forward
+        return model
+
+
+def _no_cache_model(model_dir: Path):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype="float32")
+    return _NoCacheForward.wrap(model.eval()), AutoTokenizer.from_pretrained(model_dir)
+
+
+def test_a_fallback_is_announced_counted_recorded_and_summarised(arch_dirs, caplog):
+    from lm_eval.models.huggingface import HFLM
+
+    from instructeval_tasks.backend import InstructEvalHFLM
+
+    model, tokenizer = _no_cache_model(arch_dirs["llama"])
+    with caplog.at_level(logging.WARNING):
+        new = InstructEvalHFLM(pretrained=model, tokenizer=tokenizer, device="cpu", batch_size=4, max_length=64)
+    start = [r.getMessage() for r in caplog.records if "cannot serve this model" in r.getMessage()]
+    assert start and "takes no cache/past_key_values, position_ids" in start[0] and "require_prefix" in start[0], start
+    reqs = instances(request_args())
+    got = new.loglikelihood(reqs)
+    want = HFLM(pretrained=str(arch_dirs["llama"]), dtype="float32", device="cpu", batch_size=4,
+                max_length=64).loglikelihood(reqs)
+    assert max(abs(a[0] - b[0]) for a, b in zip(want, got)) <= TOL  # same scores, stock code
+    assert new.path_summary() == (f"{len(reqs)} of {len(reqs)} requests ran on the stock path: loglikelihood request: "
+                                  f"the model's forward takes no cache/past_key_values, position_ids ({len(reqs)})")
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        info = new.get_model_info()["instructeval_hf"]
+    assert info["stock_requests"] == len(reqs) and info["prefix_requests"] == 0
+    assert list(info["stock_reasons"]) == ["loglikelihood request: the model's forward takes no cache/past_key_values, position_ids"]
+    assert any("requests ran on the stock path" in r.getMessage() for r in caplog.records)
+    assert new.get_model_info()["instructeval_hf"]["stock_requests"] == 0  # counts are per evaluation
+
+
+def test_require_prefix_makes_a_fallback_an_error(arch_dirs, make_pair):
+    from instructeval_tasks.backend import InstructEvalHFLM
+    from instructeval_tasks.backend.model import PrefixPathUnavailable
+    from instructeval_tasks.errors import UserError
+
+    model, tokenizer = _no_cache_model(arch_dirs["llama"])
+    with pytest.raises(PrefixPathUnavailable, match="cannot serve this model .*require_prefix=true makes this an error"):
+        InstructEvalHFLM(pretrained=model, tokenizer=tokenizer, device="cpu", batch_size=4, require_prefix="true")
+    with pytest.raises(UserError, match="require_prefix=true contradicts prefix_sharing=false"):
+        InstructEvalHFLM(pretrained=str(arch_dirs["llama"]), device="cpu", require_prefix=True, prefix_sharing=False)
+
+    ok = InstructEvalHFLM(pretrained=str(arch_dirs["llama"]), dtype="float32", device="cpu", batch_size=4,
+                          max_length=64, require_prefix="true")
+    assert len(ok.loglikelihood(instances(request_args()[:8]))) == 8  # served: no error
+    rolling = [Instance("loglikelihood_rolling", {}, ("hello world " * 20,), 0)]
+    with pytest.raises(PrefixPathUnavailable, match="loglikelihood_rolling"):
+        ok.loglikelihood_rolling(rolling)  # rolling windows share no prefix: always the stock code
+
+
+def test_rolling_requests_are_counted_on_the_stock_path(make_pair):
+    pair = make_pair("gpt2", batch_size=2, max_length=64)
+    pair.new.get_model_info()  # start the counts afresh
+    texts = [Instance("loglikelihood_rolling", {}, ("hello world " * 20,), 0)]
+    pair.new.loglikelihood_rolling(texts)
+    info = pair.new.get_model_info()["instructeval_hf"]
+    assert info["prefix_requests"] == 0 and info["stock_requests"] >= 1
+    assert all(why.startswith("loglikelihood_rolling window: loglikelihood_rolling") for why in info["stock_reasons"])
