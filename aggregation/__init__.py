@@ -29,7 +29,7 @@ Formulas (details in the modules that implement them):
 - bootstrap CIs and the paired "A beats B" test over resampled test items (``bootstrap``).
 
 Modules: ``catalog`` (names and orders), ``issues`` (``AggregationError``, warnings), ``records``
-(``Variant``, ``RunSet``), ``loading`` (files -> variants), ``validation`` (duplicates, protocol
+(``VariantResult``, ``RunSet``), ``loading`` (files -> variants), ``validation`` (duplicates, protocol
 agreement), ``samples`` (per-item matrices, worst case), ``per_instruction``,
 ``relative_gain``, ``registry`` (+ ``model_registry.yaml``), ``bootstrap``, ``summaries``,
 ``tables`` (Markdown/CSV/LaTeX), ``plots`` (matplotlib), ``report`` (HTML and files),

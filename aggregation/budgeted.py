@@ -33,7 +33,7 @@ import pandas as pd
 from .bootstrap import rng_for
 from .issues import AggregationError, IssueLog
 from .irt import Cells, IrtFit, fit_irt, instruction_accuracy, resample_items
-from .records import Variant
+from .records import VariantResult
 from .samples import read_sample_values
 
 BUDGET_KEY = "budget"
@@ -77,7 +77,7 @@ class BudgetEstimates:
         }
 
 
-def is_budgeted(variant: Variant) -> bool:
+def is_budgeted(variant: VariantResult) -> bool:
     return isinstance(variant.metadata.get(BUDGET_KEY), Mapping)
 
 
@@ -86,7 +86,7 @@ def _percentile_ci(replicates: np.ndarray, level: float) -> tuple[np.ndarray, np
     return np.quantile(replicates, alpha, axis=0), np.quantile(replicates, 1 - alpha, axis=0)
 
 
-def _grid_cells(variants: Sequence[Variant], metric: str, issues: IssueLog) -> tuple[Cells, list[float]] | None:
+def _grid_cells(variants: Sequence[VariantResult], metric: str, issues: IssueLog) -> tuple[Cells, list[float]] | None:
     """The observed cells of one grid from its variants' samples; ``None`` (with an error) if unusable."""
     budgets = [v.metadata[BUDGET_KEY] for v in variants]
     sizes = {b.get("n_items") for b in budgets}
@@ -169,7 +169,7 @@ def estimate_grid(cells: Cells, *, n_boot: int, level: float, rng: np.random.Gen
 
 
 def estimate_budgeted(
-    variants: list[Variant],
+    variants: list[VariantResult],
     metric_of: Mapping[tuple[str, str], str],
     issues: IssueLog,
     *,
@@ -177,19 +177,19 @@ def estimate_budgeted(
     level: float = 0.95,
     seed: str = "instructeval",
     method_covariate: bool = True,
-) -> tuple[list[Variant], BudgetEstimates | None]:
+) -> tuple[list[VariantResult], BudgetEstimates | None]:
     """Variants with budgeted ones' metric values replaced by estimates, and the estimates' frames.
 
     Budgeted variants of a grid that cannot be estimated (a missing or mismatched samples file) are
     dropped with an error naming the file: their observed accuracy is on a subset of the items.
     """
-    groups: dict[tuple[str, str, str], list[Variant]] = {}
+    groups: dict[tuple[str, str, str], list[VariantResult]] = {}
     for v in variants:
         if is_budgeted(v):
             groups.setdefault((v.model, v.task, str(v.metadata[BUDGET_KEY].get("grid"))), []).append(v)
     if not groups:
         return variants, None
-    replaced: dict[tuple[str, str], Variant] = {}  # (model, variant name): names repeat across models
+    replaced: dict[tuple[str, str], VariantResult] = {}  # (model, variant name): names repeat across models
     dropped: set[tuple[str, str]] = set()
     grid_rows, instr_rows, method_rows, quant_rows, best_rows = [], [], [], [], []
     estimated: set[tuple[str, str]] = set()

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from instructeval_tasks.specs import TASK_SPECS
+
 TASK_ORDER = ("agnews", "anli", "boolq", "imdb", "emotion", "hellaswag", "cosmosqa", "triviaqa", "nq_open")
 TASK_TITLES = {
     "agnews": "AG News",
@@ -22,17 +24,8 @@ TASK_TITLES = {
     "triviaqa": "TriviaQA",
     "nq_open": "NQ-Open",
 }
-TASK_TYPES = {
-    "agnews": "cls",
-    "anli": "cls",
-    "boolq": "cls",
-    "imdb": "cls",
-    "emotion": "cls",
-    "hellaswag": "mcq",
-    "cosmosqa": "mcq",
-    "triviaqa": "gqa",
-    "nq_open": "gqa",
-}
+# task -> kind ("cls", "mcq", "gqa"), read from the task specs (the facts layer), not restated.
+TASK_KIND = {name: spec.kind for name, spec in TASK_SPECS.items()}
 TYPE_ORDER = ("cls", "mcq", "gqa")
 TYPE_TITLES = {"cls": "CLS", "mcq": "MCQ", "gqa": "GQA"}
 

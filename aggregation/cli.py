@@ -69,7 +69,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from instructeval_tasks.cli import OneLineErrorParser  # usage errors on one line, exit 2
+    from instructeval_tasks.errors import OneLineErrorParser  # usage errors on one line, exit 2
 
     parser = OneLineErrorParser(
         prog="instructeval aggregate",
@@ -148,8 +148,7 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m instructeval_aggregation``: same options, output and exit status as ``instructeval aggregate``."""
-    from instructeval_tasks.cli import one_line
-    from instructeval_tasks.errors import UserError
+    from instructeval_tasks.errors import UserError, one_line
 
     args = build_parser().parse_args(argv)
     try:

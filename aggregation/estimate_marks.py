@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from .catalog import TASK_TYPES
+from .catalog import TASK_KIND
 from .tables import Table
 
 METRIC_SETTINGS = {
@@ -43,7 +43,7 @@ def estimated_columns(table: Table, estimated: Iterable[tuple[str, str]]) -> fro
     metric = _metric_of(table.name)
     settings = METRIC_SETTINGS.get(metric, ()) if metric else ()
     tasks = {task for task, setting in estimated if setting in settings}
-    types = {TASK_TYPES.get(task) for task in tasks}
+    types = {TASK_KIND.get(task) for task in tasks}
     return frozenset(c for c in table.frame.columns if c in tasks or c in types)
 
 

@@ -3,7 +3,7 @@
 
 A results entry is a stock result when its ``configs[T].metadata.leaderboard`` record says so
 (written by ``--leaderboard-tasks``), or when ``T`` is a stock task of the leaderboard map
-(``instructeval_tasks/sweep/leaderboard_map.yaml``, or ``--leaderboard-map FILE``). The record or the
+(``instructeval_tasks/leaderboard_map.yaml``, or ``--leaderboard-map FILE``). The record or the
 map gives the InstructEval task and the metric compared.
 
 Checks: a compared metric that is missing, or not a number in [0, 1], is an ``error
@@ -21,7 +21,7 @@ from typing import Any, Iterable, Mapping
 from .issues import IssueLog
 from .json_input import BadJson, parse_json_bytes
 from .loading import expand_paths, find_samples, label_from_pretrained, parse_model_args, results_stamp
-from .result_formats import OPEN_LLM_V1, results_format, v1_items, v1_model, v1_task
+from .result_formats import OPEN_LLM_V1, results_format, stock_tasks, v1_items, v1_model, v1_task
 
 
 @dataclass(frozen=True)
@@ -43,30 +43,6 @@ class StockResult:
     samples_path: str | None = None
     doc_ids_are_rows: bool = False  # the samples log's doc_id is the eval row (test_ids[i] is item i), not i
     source_format: str = "lm-eval"
-
-
-def stock_tasks(leaderboard_map: str | None = None) -> dict[str, tuple[str, str]]:
-    """``{stock task: (InstructEval task, metric)}`` from the leaderboard map."""
-    from instructeval_tasks.sweep.leaderboard_map import load_leaderboard_map
-
-    counterparts, _ = load_leaderboard_map(leaderboard_map)
-    return {c.stock_task: (c.task, c.metric) for c in counterparts.values()}
-
-
-def is_stock_results(data: Mapping[str, Any]) -> bool:
-    """True when a results file holds a stock result (for ``loading``: not an 'empty' file)."""
-    try:
-        known = stock_tasks()
-    except Exception:  # a broken shipped map is reported by the leaderboard section itself
-        known = {}
-    if results_format(data) == OPEN_LLM_V1:
-        return True
-    configs = data.get("configs") or {}
-    for name in data.get("results") or {}:
-        meta = (configs.get(name) or {}).get("metadata") or {}
-        if name in known or (isinstance(meta, Mapping) and isinstance(meta.get("leaderboard"), Mapping)):
-            return True
-    return False
 
 
 def _metric_value(result: Mapping[str, Any], metric: str) -> tuple[str | None, Any]:

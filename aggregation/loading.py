@@ -32,11 +32,11 @@ import re
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from .catalog import KNOWN_RESULT_METRICS, SETTINGS, TASK_TYPES, canonical_method
+from .catalog import KNOWN_RESULT_METRICS, SETTINGS, TASK_KIND, canonical_method
 from .issues import AggregationError, IssueLog
 from .json_input import BadJson, parse_json_bytes
-from .records import RunInfo, RunSet, Variant
-from .result_formats import FORMATS_READ, LM_EVAL, OPEN_LLM_V1, is_open_llm_v2, results_format
+from .records import RunInfo, RunSet, VariantResult
+from .result_formats import FORMATS_READ, LM_EVAL, OPEN_LLM_V1, is_open_llm_v2, is_stock_results, results_format
 from .validation import check_instructions, check_protocol, deduplicate
 
 TASK_KINDS = ("cls", "mcq", "gqa")
@@ -210,8 +210,8 @@ def parse_variant(
     data: Mapping[str, Any],
     file: str,
     issues: IssueLog,
-) -> Variant | None:
-    """One results entry -> :class:`Variant`, or ``None`` (with an issue) when it cannot be used."""
+) -> VariantResult | None:
+    """One results entry -> :class:`VariantResult`, or ``None`` (with an issue) when it cannot be used."""
     meta = (config or {}).get("metadata") if isinstance(config, Mapping) else None
     if not isinstance(meta, Mapping) or "instructeval_task" not in meta:
         if name.startswith("instructeval_") and not (data.get("group_subtasks") or {}).get(name):
@@ -238,8 +238,8 @@ def parse_variant(
         task_type = str(meta["task_type"]).lower()
         if task_type not in TASK_KINDS:
             raise ValueError(f"task_type={meta['task_type']!r} is not one of {', '.join(TASK_KINDS)}")
-        if task in TASK_TYPES and TASK_TYPES[task] != task_type:
-            raise ValueError(f"task_type={task_type!r} but {task} is a {TASK_TYPES[task]} task")
+        if task in TASK_KIND and TASK_KIND[task] != task_type:
+            raise ValueError(f"task_type={task_type!r} but {task} is a {TASK_KIND[task]} task")
         if setting not in SETTINGS:
             raise ValueError(f"setting={setting!r} is not one of {', '.join(SETTINGS)}")
         num_fewshot = _as_int(meta["num_fewshot"], "num_fewshot", allow_none=False)
@@ -288,7 +288,7 @@ def parse_variant(
     n_params = (data.get("config") or {}).get("model_num_parameters")
     n_samples = (data.get("n-samples") or {}).get(name) or {}
     n_items = result.get("sample_len", n_samples.get("effective"))
-    return Variant(
+    return VariantResult(
         name=name,
         file=file,
         model=model,
@@ -314,7 +314,7 @@ def parse_variant(
     )
 
 
-def read_results_file(path: Path, issues: IssueLog, *, samples: bool = True) -> tuple[list[Variant], RunInfo | None]:
+def read_results_file(path: Path, issues: IssueLog, *, samples: bool = True) -> tuple[list[VariantResult], RunInfo | None]:
     """Variants of one results file; problems go to ``issues`` and never raise."""
     file = str(path)
     try:
@@ -352,8 +352,6 @@ def read_results_file(path: Path, issues: IssueLog, *, samples: bool = True) -> 
                 issues.warn("samples-ambiguous", note, file, name)
         variants.append(variant)
     if not variants:
-        from .leaderboard_loading import is_stock_results
-
         if is_stock_results(data):  # read by the leaderboard comparison (leaderboard_loading)
             return [], None
         if not any(i.file == file and i.level == "error" for i in issues.items):
@@ -395,7 +393,7 @@ def load_runs(paths: Iterable[str | os.PathLike], *, strict: bool = False, sampl
     """
     issues = IssueLog()
     files = sorted(expand_paths(paths, issues), key=lambda p: p.as_posix())
-    variants: list[Variant] = []
+    variants: list[VariantResult] = []
     runs: list[RunInfo] = []
     for path in files:
         found, run = read_results_file(path, issues, samples=samples)
@@ -411,4 +409,4 @@ def load_runs(paths: Iterable[str | os.PathLike], *, strict: bool = False, sampl
     return runset
 
 
-__all__ = ["AggregationError", "RunInfo", "RunSet", "Variant", "load_runs", "read_results_file"]
+__all__ = ["AggregationError", "RunInfo", "RunSet", "VariantResult", "load_runs", "read_results_file"]

@@ -29,7 +29,7 @@ import pandas as pd
 
 from .catalog import CHOICE_METRICS
 from .issues import IssueLog
-from .records import Variant
+from .records import VariantResult
 from .samples import ItemMatrix
 
 INSTRUCTION_COLUMNS = [
@@ -70,7 +70,7 @@ def sample_std(values: Sequence[float], ddof: int = 1) -> float:
 
 
 def choose_metrics(
-    variants: Sequence[Variant],
+    variants: Sequence[VariantResult],
     issues: IssueLog,
     *,
     choice_metric: str | None = None,
@@ -83,7 +83,7 @@ def choose_metrics(
     it, else ``acc`` (with a warning). GQA: ``gqa_metric`` (``quasi_exact_match``). A forced metric
     that some variant lacks drops that (model, task) with an error.
     """
-    groups: dict[tuple[str, str], list[Variant]] = defaultdict(list)
+    groups: dict[tuple[str, str], list[VariantResult]] = defaultdict(list)
     for v in variants:
         groups[(v.model, v.task)].append(v)
     out: dict[tuple[str, str], str] = {}
@@ -126,7 +126,7 @@ def choose_metrics(
     return out
 
 
-def _sweep_of(members: Sequence[Variant]) -> dict:
+def _sweep_of(members: Sequence[VariantResult]) -> dict:
     """The sweep record of a (model, task): the first variant's, with ordering seeds unioned."""
     sweeps = [v.protocol.get("_sweep") or {} for v in members]
     sweep = dict(next((s for s in sweeps if s), {}))
@@ -161,7 +161,7 @@ _MESSAGES = {
 
 
 def per_instruction(
-    variants: Sequence[Variant],
+    variants: Sequence[VariantResult],
     metrics: Mapping[tuple[str, str], str],
     issues: IssueLog,
     *,
@@ -172,7 +172,7 @@ def per_instruction(
 
     Accuracies and SDs are fractions in [0, 1] (tables multiply by 100).
     """
-    groups: dict[tuple[str, str], list[Variant]] = defaultdict(list)
+    groups: dict[tuple[str, str], list[VariantResult]] = defaultdict(list)
     for v in variants:
         if (v.model, v.task) in metrics:
             groups[(v.model, v.task)].append(v)
@@ -182,7 +182,7 @@ def per_instruction(
         metric = metrics[(model, task)]
         sweep = _sweep_of(members)
         order_seeds = sweep.get("ordering_demo_seeds")
-        by_instruction: dict[tuple[str, str], list[Variant]] = defaultdict(list)
+        by_instruction: dict[tuple[str, str], list[VariantResult]] = defaultdict(list)
         for v in members:
             by_instruction[(v.method, v.instruction)].append(v)
         worst = item_matrices.get((model, task)).point("worst_case") if item_matrices and (model, task) in item_matrices else {}

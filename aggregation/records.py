@@ -1,4 +1,4 @@
-"""The records the aggregation works on: one :class:`Variant` per evaluated variant, one
+"""The records the aggregation works on: one :class:`VariantResult` per evaluated variant, one
 :class:`RunInfo` per results file, and the :class:`RunSet` that ``load_runs`` returns."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ class RunInfo:
 
 
 @dataclass
-class Variant:
+class VariantResult:
     """One evaluated variant: a (model, task, instruction) in one setting, with its metric values.
 
     ``instruction`` is the stable instruction key within the method: ``instruction_id``, else
@@ -88,7 +88,7 @@ class Variant:
 class RunSet:
     """Validated variants from all results files, the files' protocol records and the issues found."""
 
-    variants: list[Variant]
+    variants: list[VariantResult]
     runs: list[RunInfo]
     issues: IssueLog
 

@@ -21,7 +21,7 @@ import html
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 import numpy as np
 import pandas as pd
@@ -43,6 +43,18 @@ TABLE_SECTIONS = (
     ("By model family (paper Table 7)", ("family_",)),
     ("By model scale (paper Table 8)", ("scale_",)),
 )
+# Tables that a section of their own renders (``leaderboard_report.leaderboard_html``).
+OWN_SECTION_PREFIXES = ("leaderboard_",)
+
+
+def unsectioned_tables(names: Iterable[str]) -> list[str]:
+    """Tables no report section shows: the registry above must claim every table the pipeline makes.
+
+        >>> unsectioned_tables(["gain_few_shot", "leaderboard_scores", "new_table"])
+        ['new_table']
+    """
+    prefixes = tuple(p for _, group in TABLE_SECTIONS for p in group) + OWN_SECTION_PREFIXES
+    return sorted(n for n in names if not n.startswith(prefixes))
 
 
 def _csv(frame: pd.DataFrame | None, path: Path) -> None:
@@ -195,6 +207,10 @@ def render_html(aggregates: Aggregates, plot_paths: list[Path], plot_note: str =
     ]
     parts.append(_issues_html(aggregates))
     figures = {p.stem: p for p in plot_paths if p.suffix == ".svg"}
+    missing = unsectioned_tables(aggregates.tables)
+    if missing:  # a programming error: never write a report that silently leaves tables out
+        raise RuntimeError(f"tables {missing} belong to no section of report.html: add their name prefix to "
+                           f"TABLE_SECTIONS in aggregation/report.py")
     for title, prefixes in TABLE_SECTIONS:
         names = [n for n in aggregates.tables if any(n.startswith(p) for p in prefixes)]
         if title == "Confidence intervals" and not names:

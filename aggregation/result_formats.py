@@ -84,3 +84,30 @@ def results_format(data: Any) -> str | None:
 def is_open_llm_v2(task_names: list[str]) -> bool:
     """Whether an lm-eval file's tasks are the Open LLM Leaderboard v2's (``leaderboard_*``)."""
     return bool(task_names) and any(name == "leaderboard" or name.startswith("leaderboard_") for name in task_names)
+
+
+# Stock-task results: what the leaderboard comparison reads.
+
+
+def stock_tasks(leaderboard_map: str | None = None) -> dict[str, tuple[str, str]]:
+    """``{stock task: (InstructEval task, metric)}`` from the leaderboard map."""
+    from instructeval_tasks.leaderboard_map import load_leaderboard_map
+
+    counterparts, _ = load_leaderboard_map(leaderboard_map)
+    return {c.stock_task: (c.task, c.metric) for c in counterparts.values()}
+
+
+def is_stock_results(data: Mapping[str, Any]) -> bool:
+    """True when a results file holds a stock result (read by the leaderboard comparison, not an 'empty' file)."""
+    if results_format(data) == OPEN_LLM_V1:
+        return True
+    try:
+        known = stock_tasks()
+    except Exception:  # a broken shipped map is reported by the leaderboard section itself
+        known = {}
+    configs = data.get("configs") or {}
+    for name in data.get("results") or {}:
+        meta = (configs.get(name) or {}).get("metadata") or {}
+        if name in known or (isinstance(meta, Mapping) and isinstance(meta.get("leaderboard"), Mapping)):
+            return True
+    return False

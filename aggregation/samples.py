@@ -26,7 +26,7 @@ import numpy as np
 
 from .issues import AggregationError, IssueLog
 from .json_input import BadJson, parse_json_bytes
-from .records import Variant
+from .records import VariantResult
 
 MEAN_TOLERANCE = 1e-6
 
@@ -112,7 +112,7 @@ class ItemMatrix:
 def build_item_matrix(
     model: str,
     task: str,
-    variants: Sequence[Variant],
+    variants: Sequence[VariantResult],
     metric: str,
     issues: IssueLog,
     cache: dict | None = None,
@@ -182,7 +182,7 @@ def build_item_matrix(
     # Derived worst-case rows.
     extra: list[np.ndarray] = []
     clean = {(v.method, v.instruction, v.demo_seed): v for v in used if v.setting == "few_shot"}
-    perturbed: dict[tuple, list[Variant]] = {}
+    perturbed: dict[tuple, list[VariantResult]] = {}
     for v in used:
         if v.setting == "perturbed" and v.order_seed is None:
             perturbed.setdefault((v.method, v.instruction, v.demo_seed), []).append(v)

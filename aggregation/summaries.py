@@ -19,7 +19,7 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 
-from .catalog import METRIC_SHORT, METRIC_TITLES, TASK_TYPES, TYPE_ORDER, method_title, order_methods, order_tasks
+from .catalog import METRIC_SHORT, METRIC_TITLES, TASK_KIND, TYPE_ORDER, method_title, order_methods, order_tasks
 from .relative_gain import two_level_mean
 from .tables import Table, best_rows
 
@@ -44,7 +44,7 @@ def models_per_task(long: pd.DataFrame, metric: str) -> dict[str, int]:
 
 def type_averages(frame: pd.DataFrame, task_types: Mapping[str, str] | None = None) -> pd.DataFrame:
     """CLS/MCQ/GQA columns: unweighted mean of the type's task columns; NaN if a row lacks one."""
-    task_types = dict(TASK_TYPES, **(task_types or {}))
+    task_types = dict(TASK_KIND, **(task_types or {}))
     out = pd.DataFrame(index=frame.index)
     for kind in TYPE_ORDER:
         cols = [c for c in frame.columns if task_types.get(c) == kind]

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from .catalog import TASK_TYPES
+from .catalog import TASK_KIND
 
 DEFAULT_STAMP = "2024-01-01T00-00-00.000000"
 
@@ -73,7 +73,7 @@ class SyntheticVariant:
 
     @property
     def task_type(self) -> str:
-        return TASK_TYPES.get(self.task, "cls")
+        return TASK_KIND.get(self.task, "cls")
 
     @property
     def name(self) -> str:

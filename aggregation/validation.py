@@ -1,6 +1,6 @@
 """Checks across files: duplicates, protocol agreement within a (model, task), instruction texts.
 
-- the same variant (same :meth:`Variant.identity`) twice with the same numbers: ``note duplicate``,
+- the same variant (same :meth:`VariantResult.identity`) twice with the same numbers: ``note duplicate``,
   kept once (a copy with a samples file preferred); with different numbers: ``error
   duplicate-conflict``, every copy dropped;
 - variants of one (model, task) that disagree on a :data:`HARD_PROTOCOL` field: ``error
@@ -15,7 +15,7 @@ import json
 from typing import Sequence
 
 from .issues import IssueLog
-from .records import Variant
+from .records import VariantResult
 
 # Protocol fields that must agree for all variants of one (model, task); a difference is an error.
 HARD_PROTOCOL = ("profile", "num_fewshot", "test_ids", "test_sample", "test_seed", "truncate_words", "template_sha")
@@ -23,14 +23,14 @@ HARD_PROTOCOL = ("profile", "num_fewshot", "test_ids", "test_sample", "test_seed
 SOFT_PROTOCOL = ("sweep", "plugin_version", "data_source")
 
 
-def _same_numbers(a: Variant, b: Variant, tol: float = 1e-12) -> bool:
+def _same_numbers(a: VariantResult, b: VariantResult, tol: float = 1e-12) -> bool:
     keys = set(a.metrics) | set(b.metrics)
     return all(k in a.metrics and k in b.metrics and abs(a.metrics[k] - b.metrics[k]) <= tol for k in keys)
 
 
-def deduplicate(variants: Sequence[Variant], issues: IssueLog) -> list[Variant]:
+def deduplicate(variants: Sequence[VariantResult], issues: IssueLog) -> list[VariantResult]:
     """Merge identical duplicates (prefer one with samples); drop every copy of conflicting ones."""
-    groups: dict[tuple, list[Variant]] = {}
+    groups: dict[tuple, list[VariantResult]] = {}
     for v in variants:
         groups.setdefault(v.identity(), []).append(v)
     out = []
@@ -55,15 +55,15 @@ def deduplicate(variants: Sequence[Variant], issues: IssueLog) -> list[Variant]:
     return out
 
 
-def check_protocol(variants: Sequence[Variant], issues: IssueLog) -> list[Variant]:
+def check_protocol(variants: Sequence[VariantResult], issues: IssueLog) -> list[VariantResult]:
     """Drop every (model, task) whose variants disagree on a :data:`HARD_PROTOCOL` field."""
-    groups: dict[tuple[str, str], list[Variant]] = {}
+    groups: dict[tuple[str, str], list[VariantResult]] = {}
     for v in variants:
         groups.setdefault((v.model, v.task), []).append(v)
     dropped: set[tuple[str, str]] = set()
     for (model, task), members in sorted(groups.items()):
         for key in HARD_PROTOCOL + SOFT_PROTOCOL:
-            values: dict[str, list[Variant]] = {}
+            values: dict[str, list[VariantResult]] = {}
             for v in members:
                 value = v.protocol[key]
                 if key == "num_fewshot" and value is None:
@@ -88,9 +88,9 @@ def check_protocol(variants: Sequence[Variant], issues: IssueLog) -> list[Varian
     return [v for v in variants if (v.model, v.task) not in dropped]
 
 
-def check_instructions(variants: Sequence[Variant], issues: IssueLog) -> list[Variant]:
+def check_instructions(variants: Sequence[VariantResult], issues: IssueLog) -> list[VariantResult]:
     """Drop instructions whose id maps to two different texts within one (model, task)."""
-    shas: dict[tuple, dict[str, Variant]] = {}
+    shas: dict[tuple, dict[str, VariantResult]] = {}
     for v in variants:
         sha = v.instruction_sha if v.instruction_sha is not None else (None if v.instruction_text is None else f"text:{v.instruction_text}")
         if sha is not None:

@@ -11,6 +11,8 @@ import argparse
 import importlib
 import sys
 
+from .errors import OneLineErrorParser, one_line
+
 # (module, attribute) of each sub-command's ``register`` function, in help order.
 SUBCOMMANDS = (
     "instructeval_tasks.commands.tasks_dir",
@@ -21,16 +23,6 @@ SUBCOMMANDS = (
     "instructeval_tasks.commands.induce",
     "instructeval_tasks.commands.aggregate",
 )
-
-
-class OneLineErrorParser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line ``instructeval: error: ...`` (exit 2), like every user error.
-
-    Sub-command parsers inherit the class (``add_subparsers`` uses the parent's type).
-    """
-
-    def error(self, message: str):  # noqa: D102 - argparse's hook
-        self.exit(2, f"instructeval: error: {message} (see: {self.prog} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -49,11 +41,6 @@ def build_parser() -> argparse.ArgumentParser:
             raise
         module.register(subparsers)
     return parser
-
-
-def one_line(err: BaseException) -> str:
-    """The error's message on one line (a multi-line message is joined with '; ')."""
-    return "; ".join(line.strip() for line in str(err).splitlines() if line.strip()) or type(err).__name__
 
 
 def main(argv: list[str] | None = None) -> int:

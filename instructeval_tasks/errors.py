@@ -12,6 +12,7 @@ Example::
 
 from __future__ import annotations
 
+import argparse
 import difflib
 from typing import Iterable
 
@@ -30,3 +31,18 @@ def did_you_mean(word: object, choices: Iterable[object]) -> str:
     """
     close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+class OneLineErrorParser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line ``instructeval: error: ...`` (exit 2), like every user error.
+
+    Sub-command parsers inherit the class (``add_subparsers`` uses the parent's type).
+    """
+
+    def error(self, message: str):  # noqa: D102 - argparse's hook
+        self.exit(2, f"instructeval: error: {message} (see: {self.prog} --help)\n")
+
+
+def one_line(err: BaseException) -> str:
+    """The error's message on one line (a multi-line message is joined with '; ')."""
+    return "; ".join(line.strip() for line in str(err).splitlines() if line.strip()) or type(err).__name__

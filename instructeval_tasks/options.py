@@ -54,12 +54,18 @@ import os
 from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
-from instructeval_banks.structured import ENCODINGS
 from instructeval_tasks.errors import UserError
 
+from .encodings import ENCODINGS
 from .model_arg_keys import backend_parameters, model_args_in_flight
 
 DATA_DIR_ENV = "INSTRUCTEVAL_DATA_DIR"
+
+
+def resolve_data_dir(data_dir: str | None) -> str | None:
+    """The local data folder in effect: ``data_dir`` when given, else ``$INSTRUCTEVAL_DATA_DIR``, else
+    None (the HF hub). The one rule for the tasks, sweeps, stock runs and induction alike."""
+    return data_dir or os.environ.get(DATA_DIR_ENV) or None
 
 # Put into task metadata by the harness: the YAML's own ``version`` and ``instructeval_task``, the
 # task factory's ``config_source`` (and ``_metadata``/``config`` for configs without a dict).
@@ -203,7 +209,7 @@ class TaskOptions:
                 f"metadata instruction={instruction!r}: expected a string, got {type(instruction).__name__}; "
                 f"pass it as JSON, e.g. --metadata '{{\"instruction\": \"Classify the news.\"}}'"
             )
-        data_dir = _str(meta, "data_dir") or os.environ.get(DATA_DIR_ENV) or None
+        data_dir = resolve_data_dir(_str(meta, "data_dir"))
         return cls(
             instruction=instruction,
             method=_str(meta, "method"),

@@ -84,8 +84,9 @@ TASK_TYPES: dict[str, tuple[str, ...]] = {
 }
 
 
-class UnknownTaskError(UserError, KeyError):
-    """A task name that is not one of the nine; still a ``KeyError`` for callers that catch that."""
+class UnknownTaskError(UserError, KeyError, ValueError):
+    """A task name or task list naming no known task or group; the message names the closest and the
+    known ones. A ``KeyError`` (a lookup) and a ``ValueError`` (a bad list) for callers that catch those."""
 
     def __str__(self) -> str:  # KeyError would print the message quoted
         return str(self.args[0]) if self.args else ""
@@ -128,10 +129,6 @@ def get_spec(name: str) -> TaskSpec:
         ) from None
 
 
-class UnknownTask(UserError, ValueError):
-    """A task list names a task or group that does not exist; the message lists the known ones."""
-
-
 def resolve_task_names(values: list[str] | str) -> list[str]:
     """Task ids from comma lists of ids, harness names and groups (``TASK_GROUPS``), in order, once each.
 
@@ -155,7 +152,7 @@ def resolve_task_names(values: list[str] | str) -> list[str]:
         out.extend(t for t in expanded if t not in out)
     if unknown:
         hint = did_you_mean(unknown[0].removeprefix("instructeval_"), [*ALL_SPECS, *TASK_GROUPS])
-        raise UnknownTask(
+        raise UnknownTaskError(
             f"unknown task(s) {unknown}{hint}; known: {', '.join(ALL_SPECS)} (groups: {', '.join(TASK_GROUPS)})"
         )
     return out

@@ -29,8 +29,7 @@ from .writer import dump_bank
 
 def bank_text(task: str, annotations: list[str]) -> str:
     """The bank file of one task (original name ``task``) from its annotations, in order."""
-    from instructeval_tasks.ii.names import ii_id
-    from instructeval_tasks.ii.source import REPOSITORY, SOURCE_COMMIT
+    from instructeval_tasks.ii.names import REPOSITORY, SOURCE_COMMIT, ii_id
 
     name = ii_id(task)
     entries, omitted, seen = [], [], {}

@@ -26,26 +26,13 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 import yaml
-from instructeval_tasks.errors import UserError
+from .bank_errors import TEMPLATE_SYNTAX, BankError  # noqa: F401  (re-exported)
 
 # The seven methods of the paper, in its display order.
 PAPER_METHODS = ("null", "generic", "promptsource", "adhoc", "low_perplexity", "ape", "rlprompt")
 ALL_TASKS = "all"
 METHOD_RE = re.compile(r"^[a-z][a-z0-9_]*$")
-TEMPLATE_SYNTAX = ("{{", "{%", "{#")
 FILE_KEYS = frozenset({"schema", "method", "tasks", "model", "provenance", "entries", "description"})
-
-
-class BankError(UserError, ValueError):
-    """A malformed bank file or a failed lookup; the message names the file, the entry and the fix.
-
-    ``errors`` lists every problem found (a validation error may hold several, one per line).
-    """
-
-    def __init__(self, message: str | Iterable[str]):
-        errors = [message] if isinstance(message, str) else list(message)
-        self.errors = errors
-        super().__init__("\n".join(errors))
 
 
 def instruction_sha(text: str) -> str:

@@ -67,27 +67,11 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-DEFAULT_ENCODING = "full"
+# The encodings are facts of the option schema (the `instruction_encoding` metadata key).
+from instructeval_tasks.encodings import DEFAULT_ENCODING, ENCODING_COMPONENTS, ENCODINGS
 
-# encoding -> components, in rendering order.
-ENCODING_COMPONENTS: dict[str, tuple[str, ...]] = {
-    "prompt": ("prompt",),
-    "pos_examples": ("positive_examples",),
-    "prompt_definition": ("definition", "prompt"),
-    "prompt_avoid": ("prompt", "things_to_avoid"),
-    "prompt_emphasis": ("prompt", "emphasis_and_caution"),
-    "prompt_pos_examples": ("prompt", "positive_examples"),
-    "prompt_definition_pos_examples": ("definition", "prompt", "positive_examples"),
-    "full": (
-        "definition",
-        "prompt",
-        "things_to_avoid",
-        "emphasis_and_caution",
-        "positive_examples",
-        "negative_examples",
-    ),
-}
-ENCODINGS: tuple[str, ...] = tuple(ENCODING_COMPONENTS)
+__all__ = ["DEFAULT_ENCODING", "ENCODINGS", "ENCODING_COMPONENTS", "render_structured", "structured_problems"]
+
 
 HEADINGS = {
     "definition": "Definition",
@@ -113,7 +97,7 @@ def _present(value: Any) -> bool:
 
 def structured_problems(structured: Any) -> list[str]:
     """Everything wrong with a ``structured`` mapping (empty list: valid)."""
-    from .schema import TEMPLATE_SYNTAX
+    from .bank_errors import TEMPLATE_SYNTAX
 
     if not isinstance(structured, Mapping):
         return [f"'structured' must be a mapping of Natural Instructions fields, got {type(structured).__name__}"]
@@ -192,7 +176,7 @@ def render_structured(structured: Mapping[str, Any], encoding: str = DEFAULT_ENC
     Raises ``ValueError`` (a :class:`~instructeval_banks.BankError`) for an unknown encoding or an
     invalid mapping.
     """
-    from .schema import BankError
+    from .bank_errors import BankError
 
     if encoding not in ENCODING_COMPONENTS:
         raise BankError(f"unknown instruction encoding {encoding!r}; expected one of {', '.join(ENCODINGS)}")

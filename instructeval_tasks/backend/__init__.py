@@ -7,7 +7,7 @@ and the same tokenisation (``_encode_pair``, BOS handling, left truncation to ``
 
 - **log-likelihood** (``loglikelihood``): the token rows the stock backend would feed the model are
   put in a token prefix tree (``tree``) and every distinct token position is computed once, in
-  batches of tree fragments (``rows``) that attend to their prefix's cached keys/values (``kv``)
+  batches of tree fragments (``batch_rows``) that attend to their prefix's cached keys/values (``kv``)
   through a tree-shaped attention mask (``masks``), scheduled by ``evaluator``. Scores,
   ``is_greedy``, ``softmax_dtype`` and the request order follow ``HFLM._loglikelihood_tokens``.
 - **generation** (greedy, ``generation`` and ``decoder``): the contexts are prefilled through the
@@ -54,7 +54,7 @@ _LAZY = {
     "InstructEvalHFLM": "model",
     "DEFAULT_MAX_KV_MEMORY": "model",
     "TreeEvaluator": "evaluator",
-    "ModelSpec": "evaluator",
+    "ForwardSpec": "evaluator",
     "PrefixTree": "tree",
     "Node": "tree",
 }

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import torch
 
-from .evaluator import ModelSpec
+from .evaluator import ForwardSpec
 from .kv import make_cache, path_kv
 from .tree import Node
 
@@ -19,7 +19,7 @@ from .tree import Node
 class GreedyDecoder:
     """Advances a batch of contexts greedily; counts its forward passes and tokens in ``stats``."""
 
-    def __init__(self, spec: ModelSpec, stats: dict[str, int]) -> None:
+    def __init__(self, spec: ForwardSpec, stats: dict[str, int]) -> None:
         self.spec, self.stats = spec, stats
 
     def decode(self, nodes: list[Node], first: list[int], max_new: int, eos: set[int],

@@ -34,12 +34,12 @@ import torch
 
 from .kv import NodeKV, cache_tensors, make_cache, path_kv
 from .masks import tree_mask
-from .rows import Group, Row
+from .batch_rows import Group, Row
 from .tree import Node, PrefixTree
 
 
 @dataclass
-class ModelSpec:
+class ForwardSpec:
     """What the evaluator needs to know about the model and how to call it."""
 
     call: Callable[..., tuple[torch.Tensor, Any]]  # (input_ids, attention_mask, position_ids, past_key_values, logits_to_keep)
@@ -62,7 +62,7 @@ class TreeEvaluator:
     POOL_PASSES = 8  # rows of up to this many passes wait in the pool, sorted by length
     MIN_FILL = 0.75  # a pass takes no row shorter than this fraction of its longest (see ``run``)
 
-    def __init__(self, tree: PrefixTree, spec: ModelSpec, token_budget: int, subtree_tokens: int,
+    def __init__(self, tree: PrefixTree, spec: ForwardSpec, token_budget: int, subtree_tokens: int,
                  pack_tokens: int = 32, keep_all_kv: bool = False, max_kv_tokens: int | None = None) -> None:
         self.tree, self.spec = tree, spec
         self.token_budget = max(1, int(token_budget))

@@ -21,9 +21,8 @@ Where ``install()`` is called from:
 
 - ``instructeval_harness_lmeval.pth`` in site-packages (written by ``backend.build.build_py`` for
   ``pip install .`` and ``pip install -e .``), so a plain ``lm_eval --model instructeval-hf ...``
-  works. The line is ``import instructeval_tasks.backend.hook as _h; _h.install()`` (installs of
-  earlier releases wrote ``instructeval_tasks.backend_hook``, an alias of this module).
-- ``python -m instructeval_tasks.backend_hook <lm_eval arguments>`` runs the ``lm_eval`` CLI with
+  works. The line is ``import instructeval_tasks.backend.hook as _h; _h.install()``.
+- ``python -m instructeval_tasks.backend.hook <lm_eval arguments>`` runs the ``lm_eval`` CLI with
   the hook installed, for environments without the ``.pth``.
 - any process that imports ``instructeval_tasks.backend.model`` (or reads
   ``instructeval_tasks.backend.InstructEvalHFLM``) registers the class itself.
@@ -33,7 +32,8 @@ from __future__ import annotations
 
 import sys
 
-MODEL_NAME = "instructeval-hf"
+from . import MODEL_NAME  # the one definition: the package, which imports nothing heavy
+
 TARGET = "instructeval_tasks.backend:InstructEvalHFLM"  # the package resolves it lazily
 _REGISTRY_MODULE = "lm_eval.api.registry"
 
@@ -101,7 +101,7 @@ def uninstall() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m instructeval_tasks.backend_hook <lm_eval args>``: the lm_eval CLI with the hook."""
+    """``python -m instructeval_tasks.backend.hook <lm_eval args>``: the lm_eval CLI with the hook."""
     install()
     from lm_eval.__main__ import cli_evaluate
 

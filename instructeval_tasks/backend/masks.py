@@ -9,7 +9,7 @@ for sdpa, or additive (0 / dtype min) in ``mask_dtype`` for eager attention.
 
 Example:
     >>> from .tree import PrefixTree
-    >>> from .rows import Row
+    >>> from .batch_rows import Row
     >>> tree = PrefixTree([(1, 2, 3), (1, 2, 4)])
     >>> row = Row(tree.root); row.add_subtree(tree.root.children[0])
     >>> tree_mask([row], 0, 4, torch.device("cpu"), None)[0, 0].int().tolist()  # 4 sees 1 2, not 3
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import torch
 
-from .rows import Row
+from .batch_rows import Row
 
 
 def tree_mask(rows: list[Row], pmax: int, lmax: int, device: torch.device, mask_dtype: torch.dtype | None) -> torch.Tensor:

@@ -21,7 +21,8 @@ from lm_eval.models.utils import handle_stop_sequences, normalize_gen_kwargs
 from tqdm import tqdm
 
 from ..errors import UserError
-from .evaluator import ModelSpec, TreeEvaluator
+from . import MODEL_NAME
+from .evaluator import ForwardSpec, TreeEvaluator
 from .generation import TreeGreedyGeneration, greedy_unsupported
 from .kv import cache_argument, cache_tensors, make_cache, output_cache, parse_bytes
 from .loglikelihood import TreeLoglikelihood
@@ -30,7 +31,6 @@ from .tree import PrefixTree
 
 log = logging.getLogger(__name__)
 
-MODEL_NAME = "instructeval-hf"
 DEFAULT_MAX_KV_MEMORY = "400MB"
 _FORCE_GQA_ENV = "TRANSFORMERS_SDPA_FORCE_GQA"  # read by transformers.integrations.sdpa_attention
 
@@ -63,7 +63,7 @@ class InstructEvalHFLM(HFLM):
             raise ValueError(f"decode_batch_size must be >= 1, got {decode_batch_size!r}")
         self._ie_parent_only = False  # set while HFLM.loglikelihood_rolling runs
         self._ie_tok_cache: dict | None = None
-        self._ie_spec_cache: ModelSpec | None = None
+        self._ie_spec_cache: ForwardSpec | None = None
         self._ie_support_cache: PrefixSupport | None = None
         self._ie_kv_bytes: int | None = None
         self._ie_auto_bs: int | None = None
@@ -166,7 +166,7 @@ class InstructEvalHFLM(HFLM):
         """The model forward's name for the KV cache argument (``cache`` on transformers 5.2x)."""
         return cache_argument(self.model.forward) or "past_key_values"
 
-    def _ie_spec(self) -> ModelSpec:
+    def _ie_spec(self) -> ForwardSpec:
         if self._ie_spec_cache is None:
             model = self.model
             attn = getattr(model.config, "_attn_implementation", None)
@@ -176,7 +176,7 @@ class InstructEvalHFLM(HFLM):
                 import transformers.modeling_utils as mu
 
                 mode = "mask" if hasattr(mu, "slice_logits_to_keep") else "last"
-            self._ie_spec_cache = ModelSpec(
+            self._ie_spec_cache = ForwardSpec(
                 call=self._ie_model_call,
                 device=self.device,
                 mask_dtype=None if attn == "sdpa" else (self.mixed_precision_dtype or model.dtype),

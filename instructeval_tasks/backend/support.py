@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import torch
 import torch.nn.functional as F
 
-from .evaluator import ModelSpec, TreeEvaluator
+from .evaluator import ForwardSpec, TreeEvaluator
 from .kv import CACHE_ARGUMENTS, cache_argument
 from .tree import PrefixTree
 
@@ -33,7 +33,7 @@ _SELF_CHECK_TEXT = "Solve the following task. News: Markets rally as investors w
 class PrefixSupport:
     """Answers "can the prefix path serve this model, for sequences this long?" (None: yes, else why not)."""
 
-    def __init__(self, lm: HFLM, spec: ModelSpec) -> None:
+    def __init__(self, lm: HFLM, spec: ForwardSpec) -> None:
         self.lm, self.spec = lm, spec
         self.self_check: str | None = None  # None: not run yet; "": passed; else the failure
         self._noted: set[str] = set()

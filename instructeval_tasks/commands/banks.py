@@ -63,7 +63,7 @@ def run_list(args: argparse.Namespace) -> int:
     from instructeval_tasks.specs import resolve_task_names
 
     bank = _bank(args.bank_dir)
-    wanted = resolve_task_names(getattr(args, "tasks", None) or "instructeval")  # UnknownTask: exit 2
+    wanted = resolve_task_names(getattr(args, "tasks", None) or "instructeval")  # UnknownTaskError: exit 2
     present = bank.tasks()
     tasks = [t for t in present if t in wanted]
     hidden = len(present) - len(tasks)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from instructeval_tasks.sweep.executor_registry import EXECUTORS
+
 
 def _int_list(text: str) -> list[int]:
     return [int(x) for x in text.split(",") if x.strip()]
@@ -42,7 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="when another run holds <output>/<label>/.instructeval.lock, wait for it (up to SECONDS, "
                              "default without limit) instead of stopping at once")
     scale = parser.add_argument_group("scaling out (see the README's 'Scaling out')")
-    scale.add_argument("--executor", choices=("local", "ray"), default="local",
+    scale.add_argument("--executor", choices=tuple(EXECUTORS), default="local",
                        help="local: this process evaluates every chunk (default); ray: a pool of Ray workers, "
                             "each with its own model (pip install 'instructeval-harness[ray]')")
     scale.add_argument("--workers", type=int, default=None, help="number of Ray workers (with --executor ray; default 1)")

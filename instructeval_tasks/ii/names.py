@@ -3,7 +3,7 @@
 Harness-safe ids replace ``-`` with ``_`` and add the ``ii_`` prefix (``translation_en-de`` ->
 ``ii_translation_en_de``); the harness task is ``instructeval_ii_<task>``, the bank task id
 ``ii_<task>``. The tables are copied from the original code (``evaluate.py``,
-``prepare_for_execution.py`` at the commit in ``source.SOURCE_COMMIT``).
+``prepare_for_execution.py`` at ``SOURCE_COMMIT``).
 
 Example:
     >>> ii_id("translation_en-de"), source_name("ii_translation_en_de")
@@ -13,6 +13,10 @@ Example:
 """
 
 from __future__ import annotations
+
+# The original repository and the commit whose data and code this follows (``source`` downloads it).
+REPOSITORY = "orhonovich/instruction-induction"
+SOURCE_COMMIT = "f7304ae0a35239c9819a08f93fd58426f6b4e4c1"
 
 # evaluate.py / prepare_for_execution.py: INDUCTION_TASKS, in the original's order.
 INDUCTION_TASKS = (

@@ -23,9 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from ..data import DatasetNotFound
+from .names import REPOSITORY, SOURCE_COMMIT  # facts, also read by the gold bank importer
 
-REPOSITORY = "orhonovich/instruction-induction"
-SOURCE_COMMIT = "f7304ae0a35239c9819a08f93fd58426f6b4e4c1"
 RAW_URL = "https://raw.githubusercontent.com/" + REPOSITORY + "/{commit}/data/raw/{split}/{task}.json"
 LOCAL_DIR = "instruction_induction"
 SPLITS = ("execute", "induce")

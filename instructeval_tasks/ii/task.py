@@ -27,7 +27,7 @@ from ..task import InstructEvalTask
 from .metrics import score
 from .names import metric_of, source_name
 from .prompt import description
-from .rows import build_rows
+from .examples import build_rows
 from .source import REPOSITORY, SOURCE_COMMIT, raw_path, read_examples
 
 METRIC = "execution_accuracy"

@@ -7,8 +7,6 @@
 - :mod:`.rlprompt_policy`, :mod:`.rlprompt_reward`, :mod:`.rlprompt_sql`, :mod:`.rlprompt_train`,
   :mod:`.rlprompt_bank`: RLPrompt -- the policy (frozen LM + MLP adaptor), the gap reward with its
   z-score, the soft Q-learning loss, the resumable training loop, and the bank file;
+- :mod:`.provenance`: what every induced bank records about how it was made;
 - :mod:`.run`: ``instructeval induce``, resumable, one bank file per (method, model, task).
-
-The modules ``instructeval_tasks.induce_common``, ``induce_ape``, ``induce_exec``,
-``induce_perplexity`` and ``induce_run`` of earlier releases are aliases of these.
 """

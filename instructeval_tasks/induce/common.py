@@ -25,7 +25,6 @@ are exactly the sweep's.
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 import random
 import re
@@ -35,6 +34,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import yaml
 
+from ..fingerprint import fingerprint  # noqa: F401  (induce modules import it from here)
 from ..specs import TaskSpec, get_spec
 from instructeval_tasks.errors import UserError
 
@@ -67,7 +67,7 @@ def load_train_rows(spec: TaskSpec, data_dir: str | Path | None) -> tuple[list[d
         dataset = load_local_split(root, spec, "train")
         source = str(root / spec.local_dir / "train.jsonl")
     else:
-        from ..sweep.runner import base_task_config
+        from ..sweep.chunk import base_task_config
 
         cfg = base_task_config(spec.name)
         split = cfg.get("fewshot_split") or cfg.get("training_split")
@@ -153,7 +153,7 @@ def make_task(
     model_meta: Mapping[str, Any] | None = None,
 ):
     """An ``InstructEvalTask`` named ``name``: zero-shot, a literal ``instruction``, rows of ``data_dir``."""
-    from ..sweep.runner import base_task_config
+    from ..sweep.chunk import base_task_config
     from ..task import InstructEvalTask
 
     cfg = copy.copy(base_task_config(spec.name))
@@ -285,12 +285,6 @@ def candidate_pool(
 
 
 # ------------------------------------------------------------------------------------------ files
-
-def fingerprint(payload: Mapping[str, Any]) -> str:
-    """sha256 of the canonical JSON of ``payload``, first 16 hex digits."""
-    canonical = json.dumps(payload, sort_keys=True, default=str, ensure_ascii=False)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
-
 
 def bank_path(output: str | Path, method: str, model_label: str, task: str, suffix: str = ".yaml") -> Path:
     """``<output>/<method>/<model_label>/<task>.yaml``."""

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from .common import rounded
 from .rlprompt_reward import REWARD_DEFINITION
@@ -30,7 +29,7 @@ def induce_rlprompt(lm, *, spec, rows, source, label, settings, settings_fp, mod
     """Train (or resume), rank, and return ``(bank text, one-line summary)``; see ``rlprompt_train``."""
     from instructeval_banks.writer import dump_bank
 
-    from .run import _provenance_head
+    from .provenance import provenance_head
 
     checkpoint = checkpoint_path(path)
     result: RLPromptResult = train_rlprompt(
@@ -49,7 +48,7 @@ def induce_rlprompt(lm, *, spec, rows, source, label, settings, settings_fp, mod
         }
         for r, c in enumerate(result.entries)
     ]
-    provenance = _provenance_head(
+    provenance = provenance_head(
         "rlprompt",
         "computed by `instructeval induce --method rlprompt`: RLPrompt (Deng et al. 2022, 'RLPrompt: Optimizing "
         "Discrete Text Prompts with Reinforcement Learning'), a frozen LM with a trainable MLP trained by soft "

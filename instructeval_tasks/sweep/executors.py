@@ -1,18 +1,12 @@
 """Who evaluates a sweep's chunks: the sweep's own process (``local``) or a pool of Ray workers (``ray``).
 
-Every executor runs the same step, ``runner.evaluate_job``, on whole chunks (one task x instruction,
+Every executor runs the same step, ``chunk.evaluate_job``, on whole chunks (one task x instruction,
 so a backend's prefix sharing still works inside a chunk), and hands each evaluated chunk to the
 ``save`` callback in the sweep's process, which alone writes the output. Executors take their chunks
 from a ``JobQueue`` and may put back a chunk whose worker died; the queue decides which chunk comes
 next (a shard's queue also claims each chunk on disk, see ``shards``).
 
-Example:
-    >>> make_executor("local").name
-    'local'
-    >>> make_executor("local", workers=2)
-    Traceback (most recent call last):
-    ...
-    instructeval_tasks.sweep.executors.ExecutorOptionError: --workers 2 needs --executor ray (the local executor is one process)
+The executors by name, and the checks of their options, are ``executor_registry``'s.
 """
 
 from __future__ import annotations
@@ -27,9 +21,7 @@ if TYPE_CHECKING:
     from .interrupts import StopRequests
     from .plan import Variant
     from .profiles import Profile
-    from .runner import ChunkJob, ModelSpec
-
-EXECUTORS = ("local", "ray")
+    from .chunk import ChunkJob, ModelSpec
 
 SaveChunk = Callable[["ChunkJob", dict, dict], None]  # (chunk, results, samples): writes them
 VariantDone = Callable[["Variant", dict, float], None]  # (variant, chunk results, its seconds): progress
@@ -80,7 +72,7 @@ class LocalExecutor:
 
     def run(self, queue: JobQueue, *, spec: "ModelSpec", profile: "Profile", log_samples: bool,
             save: SaveChunk, on_variant: VariantDone, stop: "StopRequests", echo: Callable[[str], None]) -> None:
-        from .runner import evaluate_job
+        from .chunk import evaluate_job
 
         lm = self.lm if self.lm is not None else spec.load()
         bases: dict[str, dict[str, Any]] = {}
@@ -126,31 +118,3 @@ def parse_worker_resources(text: str | dict | None) -> dict[str, Any]:
         if isinstance(amount, bool) or not isinstance(amount, (int, float)) or amount < 0:
             raise ExecutorOptionError(f"--worker-resources: {key!r} must be a number >= 0, got {amount!r}")
     return dict(value)
-
-
-def make_executor(
-    name: str = "local",
-    *,
-    workers: int | None = None,
-    ray_address: str | None = None,
-    worker_resources: str | dict | None = None,
-    lm: Any = None,
-) -> Executor:
-    """The executor called ``name``, with its options checked (before any model loads)."""
-    if name not in EXECUTORS:
-        raise ExecutorOptionError(f"unknown executor {name!r}; known: {', '.join(EXECUTORS)}")
-    if workers is not None and workers < 1:
-        raise ExecutorOptionError(f"--workers must be at least 1, got {workers}")
-    if name == "local":
-        if workers not in (None, 1):
-            raise ExecutorOptionError(f"--workers {workers} needs --executor ray (the local executor is one process)")
-        for option, value in (("--ray-address", ray_address), ("--worker-resources", worker_resources)):
-            if value:
-                raise ExecutorOptionError(f"{option} needs --executor ray")
-        return LocalExecutor(lm)
-    if lm is not None:
-        raise ExecutorOptionError("a preloaded model (lm=...) runs only with the local executor")
-    from .ray_executor import RayExecutor
-
-    return RayExecutor(workers=workers or 1, address=ray_address,
-                       resources=parse_worker_resources(worker_resources))

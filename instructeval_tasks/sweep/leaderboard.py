@@ -22,7 +22,7 @@ The stock task keeps its harness name (``hellaswag``), so the aggregation reads 
 and data source, and ``variant_fingerprint`` lets a resumed sweep skip a finished stock task.
 
 Example:
-    >>> from instructeval_tasks.sweep.leaderboard_map import load_leaderboard_map
+    >>> from instructeval_tasks.leaderboard_map import load_leaderboard_map
     >>> counterparts, _ = load_leaderboard_map()
     >>> run = plan_stock_run(counterparts["boolq"], test_sample=16, test_seed=0, data_dir=None, model_meta={})
     >>> run.name, run.counterpart.metric
@@ -32,7 +32,6 @@ Example:
 from __future__ import annotations
 
 import functools
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -41,10 +40,10 @@ import datasets
 from lm_eval.api.task import ConfigurableTask
 
 from ..data import load_splits
-from ..options import DATA_DIR_ENV
+from ..options import resolve_data_dir
 from ..sampling import select_indices
 from ..specs import get_spec
-from .leaderboard_map import Counterpart, LeaderboardError
+from ..leaderboard_map import Counterpart, LeaderboardError
 from .plan import fingerprint
 
 FEWSHOT_SEED = 1234  # lm_eval.simple_evaluate's default fewshot_random_seed, recorded in the metadata
@@ -76,7 +75,7 @@ def plan_stock_run(
     model_meta: dict[str, Any],
 ) -> StockRun:
     """The stock run of ``counterpart`` on the sweep's test sample; its fingerprint covers the protocol."""
-    data_dir = data_dir or os.environ.get(DATA_DIR_ENV) or None
+    data_dir = resolve_data_dir(data_dir)
     record = {
         **counterpart.record(),
         "test_sample": test_sample,
@@ -151,7 +150,7 @@ class LeaderboardStockTask(ConfigurableTask):
         super().__init__(config=config)
 
     def download(self, dataset_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
-        from .runner import base_task_config
+        from .chunk import base_task_config
 
         record = self.run.metadata["leaderboard"]
         ours = base_task_config(self.spec.name)
@@ -256,7 +255,7 @@ def plan_leaderboard(
     """The stock runs asked for by ``--leaderboard-tasks`` (``""``: every task with a counterpart) and
     notes naming the sweep's tasks that have none. Checks each stock task and metric against the
     installed harness before any model is loaded."""
-    from .leaderboard_map import load_leaderboard_map, parse_leaderboard_tasks, select_counterparts
+    from ..leaderboard_map import load_leaderboard_map, parse_leaderboard_tasks, select_counterparts
 
     counterparts, no_counterpart = load_leaderboard_map(leaderboard_map)
     chosen, notes = select_counterparts(parse_leaderboard_tasks(leaderboard_tasks), tasks, counterparts, no_counterpart)
@@ -290,7 +289,7 @@ class StockSchedule:
 def stock_ready(pending: list[StockRun], remaining: Mapping[str, int]) -> list[StockRun]:
     """Remove and return the pending stock runs whose InstructEval task has no variant left to run.
 
-        >>> from instructeval_tasks.sweep.leaderboard_map import load_leaderboard_map
+        >>> from instructeval_tasks.leaderboard_map import load_leaderboard_map
         >>> runs = [plan_stock_run(c, test_sample=4, test_seed=0, data_dir=None, model_meta={})
         ...         for c in load_leaderboard_map()[0].values()][:2]
         >>> [r.name for r in stock_ready(runs, {"hellaswag": 1, "boolq": 0})], [r.name for r in runs]

@@ -45,6 +45,7 @@ from typing import Callable
 from filelock import FileLock, Timeout
 
 from ..errors import UserError
+from .atomic_files import atomic_write_text
 
 RUN_LOCK = ".instructeval.lock"
 STORE_LOCK = ".instructeval.store.lock"
@@ -109,7 +110,6 @@ class RunLock:
         return self
 
     def _write_owner(self) -> None:
-        from .store import atomic_write_text  # the store module imports this one
 
         owner = {
             "pid": os.getpid(),

@@ -9,16 +9,14 @@ sweep recognises finished variants and refuses results of a different protocol u
 
 from __future__ import annotations
 
-import hashlib
-import json
-import random
 import re
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from instructeval_banks import Bank, BankEntry
+from instructeval_banks import Bank, BankEntry, sample_entries
 
 from ..errors import UserError
+from ..fingerprint import fingerprint  # noqa: F401  (the plan's fingerprint; sweep modules import it from here)
 from ..specs import get_spec
 from .profiles import Profile
 
@@ -41,18 +39,7 @@ def sample_bank_entries(entries: list[BankEntry], n: int, seed: int) -> list[Ban
     Asking for at least as many entries as the bank has returns all of them in bank order; the draw
     of one (method, task) never depends on another's.
     """
-    try:  # the banks package provides the canonical implementation when present
-        from instructeval_banks import sample_entries
-    except ImportError:
-        sample_entries = None
-    if sample_entries is not None:
-        return list(sample_entries(entries, n, seed))
-    if n >= len(entries):
-        return list(entries)
-    first = entries[0]
-    rng = random.Random(f"instructeval-bank:{first.method}:{first.task}:{seed}")
-    chosen = sorted(rng.sample(range(len(entries)), n))
-    return [entries[i] for i in chosen]
+    return list(sample_entries(entries, n, seed))
 
 
 @dataclass(frozen=True)
@@ -116,12 +103,6 @@ class Variant:
 
     def num_fewshot(self, profile: Profile) -> int:
         return 0 if self.setting == "zero_shot" else profile.num_fewshot
-
-
-def fingerprint(payload: dict[str, Any]) -> str:
-    """sha256 of the canonical JSON of ``payload``, first 16 hex digits."""
-    canonical = json.dumps(payload, sort_keys=True, default=str, ensure_ascii=False)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
 
 
 # Instruction Induction tasks measure zero-shot execution accuracy on the whole raw/execute set:

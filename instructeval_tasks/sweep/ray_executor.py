@@ -1,7 +1,7 @@
 """``--executor ray``: a sweep's chunks evaluated by a pool of Ray actors, one model load per actor.
 
 Each worker is a Ray actor (``ChunkWorker``) that loads the model once and evaluates whole chunks
-with ``runner.evaluate_job``, the step the local executor runs. The sweep's process (the Ray driver)
+with ``chunk.evaluate_job``, the step the local executor runs. The sweep's process (the Ray driver)
 hands out chunks, receives each chunk's (results, samples) and writes them through the
 ``SweepStore``: it stays the only writer of the output, so resuming works exactly as for a local
 sweep. A worker that dies (killed, out of memory -- Ray's memory monitor kills workers when the node
@@ -36,7 +36,7 @@ from .executors import ExecutorOptionError, JobQueue, SaveChunk, VariantDone
 if TYPE_CHECKING:
     from .interrupts import StopRequests
     from .profiles import Profile
-    from .runner import ChunkJob, ModelSpec
+    from .chunk import ChunkJob, ModelSpec
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +96,7 @@ class ChunkWorker:
 
     def evaluate(self, job: "ChunkJob") -> tuple[dict, dict, list[tuple[str, float]]]:
         """(results, samples, [(variant name, seconds)]) of the chunk; the times are each variant's own."""
-        from .runner import evaluate_job
+        from .chunk import evaluate_job
 
         seconds: list[tuple[str, float]] = []
         results, samples = evaluate_job(self.lm, job, self.spec, self.profile, self.bases, log_samples=self.log_samples,

@@ -40,7 +40,7 @@ from .executors import JobQueue
 
 if TYPE_CHECKING:
     from .plan import Variant
-    from .runner import ChunkJob
+    from .chunk import ChunkJob
 
 CLAIMS_DIR = ".claims"
 

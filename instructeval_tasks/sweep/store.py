@@ -19,7 +19,6 @@ import contextlib
 import json
 import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -29,6 +28,7 @@ from lm_eval.utils import handle_non_serializable, sanitize_list
 from instructeval_tasks.errors import UserError
 
 from .identity import RUN_FINGERPRINT_KEY, differing_fields
+from .atomic_files import atomic_write_text
 from .lock import store_lock
 
 
@@ -111,25 +111,6 @@ def harness_sample_row(sample: dict[str, Any]) -> dict[str, Any]:
 # What ``atomic_write_text`` leaves when killed mid-write: mkstemp's ``.<name>.`` prefix and 8
 # characters of [a-z0-9_], for the names the sweep writes (results, samples, plan, lock owner).
 _TEMP_NAME = re.compile(r"^\.(?:results_.+\.json|samples_.+\.jsonl|sweep\.json|\.instructeval\.lock\.owner)\.[a-z0-9_]{8}$")
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        # mkstemp creates 0600 files; results are ordinary files, so apply the usual umask.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 class SweepStore:

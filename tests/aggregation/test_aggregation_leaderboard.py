@@ -213,7 +213,7 @@ def test_docstring_examples():
     import importlib
 
     for name in ("instructeval_aggregation.leaderboard", "instructeval_aggregation.leaderboard_loading",
-                 "instructeval_tasks.sweep.leaderboard_map", "instructeval_tasks.sweep.leaderboard"):
+                 "instructeval_tasks.leaderboard_map", "instructeval_tasks.sweep.leaderboard"):
         failures, _ = doctest.testmod(importlib.import_module(name))
         assert failures == 0, name
 

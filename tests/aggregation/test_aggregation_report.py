@@ -74,6 +74,20 @@ def test_report_contents(tmp_path):
     assert b"<dc:date>" not in (out / "plots" / "heatmap_gain_few_shot.svg").read_bytes()
 
 
+def test_every_table_is_in_the_report_or_the_build_fails(tmp_path):
+    from instructeval_aggregation.report import unsectioned_tables
+
+    runs = sweep_dir(tmp_path / "runs")
+    result = aggregate(load_runs([runs]), n_boot=0)
+    html = Path(write_report(result, tmp_path / "out", plots=False)["report"]).read_text()
+    assert not unsectioned_tables(result.tables)
+    for name, table in result.tables.items():  # each table's title is in report.html
+        assert table.title.split(" (")[0].replace("&", "&amp;") in html, name
+    result.tables["novel_table"] = next(iter(result.tables.values()))
+    with pytest.raises(RuntimeError, match=r"\['novel_table'\] belong to no section of report.html"):
+        write_report(result, tmp_path / "out2", plots=False)
+
+
 def test_cli_exit_codes(tmp_path):
     runs = sweep_dir(tmp_path / "runs")
     assert cli_main(["aggregate", str(runs), "--out", str(tmp_path / "ok"), "--bootstrap", "20", "--no-plots"]) == 0

@@ -1,9 +1,9 @@
 """``instructeval-hf`` is known to lm-eval: on import of the backend, and lazily through the hook.
 
-The hook (``instructeval_tasks.backend_hook``) is what the ``instructeval_harness_lmeval.pth``
+The hook (``instructeval_tasks.backend.hook``) is what the ``instructeval_harness_lmeval.pth``
 line runs at interpreter start-up; it must import neither lm_eval nor torch, must not hide the
 stock models, and must make both ``lm_eval --model instructeval-hf`` (here through
-``python -m instructeval_tasks.backend_hook``, the CLI with the hook) and ``instructeval run
+``python -m instructeval_tasks.backend.hook``, the CLI with the hook) and ``instructeval run
 --model instructeval-hf`` work in a fresh process.
 """
 
@@ -36,7 +36,7 @@ def test_importing_the_backend_registers_it():
 def test_hook_is_lazy_and_keeps_the_stock_models():
     done = _python(
         "import sys\n"
-        "import instructeval_tasks.backend_hook as h\n"
+        "import instructeval_tasks.backend.hook as h\n"
         "h.install(); h.install()\n"
         "assert not any(m in sys.modules for m in ('torch', 'lm_eval', 'transformers')), 'heavy import at start-up'\n"
         "from lm_eval.api.registry import get_model, model_registry\n"
@@ -53,7 +53,7 @@ def test_hook_is_lazy_and_keeps_the_stock_models():
 def test_hook_registers_at_once_when_the_registry_is_loaded():
     done = _python(
         "import lm_eval.api.registry as r\n"
-        "import instructeval_tasks.backend_hook as h\n"
+        "import instructeval_tasks.backend.hook as h\n"
         "h.install()\n"
         "assert r.get_model('instructeval-hf').__name__ == 'InstructEvalHFLM'\n"
         "assert r.get_model('hf').__name__ == 'HFLM'\n"
@@ -65,7 +65,7 @@ def test_hook_registers_at_once_when_the_registry_is_loaded():
 def test_build_step_writes_the_pth(tmp_path):
     from setuptools import Distribution
 
-    from instructeval_tasks import backend_build
+    from instructeval_tasks.backend import build as backend_build
 
     dist = Distribution({"name": "x", "packages": []})
     cmd = backend_build.build_py(dist)
@@ -86,7 +86,7 @@ def test_lm_eval_cli_with_the_hook(tmp_path, tiny_model_dir, tiny_data_dir):
     out = tmp_path / "out"
     meta = {"data_dir": str(tiny_data_dir), "method": "null"}
     cmd = [
-        sys.executable, "-m", "instructeval_tasks.backend_hook",
+        sys.executable, "-m", "instructeval_tasks.backend.hook",
         "--model", "instructeval-hf", "--model_args", f"pretrained={tiny_model_dir},dtype=float32",
         "--include_path", str(REPO / "instructeval_tasks"), "--tasks", "instructeval_agnews",
         "--num_fewshot", "2", "--limit", "3", "--device", "cpu", "--batch_size", "4",
@@ -102,7 +102,7 @@ def test_lm_eval_cli_with_the_hook(tmp_path, tiny_model_dir, tiny_data_dir):
 def test_instructeval_run_with_the_hook(tmp_path, tiny_model_dir, tiny_data_dir):
     code = (
         "import sys\n"
-        "import instructeval_tasks.backend_hook as h\n"
+        "import instructeval_tasks.backend.hook as h\n"
         "h.install()\n"
         "from instructeval_tasks.cli import main\n"
         "sys.exit(main(sys.argv[1:]))\n"
@@ -115,13 +115,3 @@ def test_instructeval_run_with_the_hook(tmp_path, tiny_model_dir, tiny_data_dir)
     done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=REPO, env=ENV, timeout=600)
     assert done.returncode == 0, done.stderr[-4000:]
     assert list((tmp_path / "sweep").rglob("results_*.json"))
-
-
-def test_old_module_paths_are_the_new_modules():
-    from instructeval_tasks import backend_build, backend_hook, backend_tree
-    from instructeval_tasks.backend import build, evaluator, hook, rows, tree
-
-    assert backend_build is build
-    assert backend_hook.install is hook.install and backend_hook.TARGET == hook.TARGET
-    assert backend_tree.PrefixTree is tree.PrefixTree and backend_tree.Row is rows.Row
-    assert backend_tree.TreeEvaluator is evaluator.TreeEvaluator

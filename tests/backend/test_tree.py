@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from instructeval_tasks.backend.rows import Group, Row
+from instructeval_tasks.backend.batch_rows import Group, Row
 from instructeval_tasks.backend.tree import PrefixTree
 
 

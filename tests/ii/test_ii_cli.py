@@ -13,7 +13,7 @@ from pathlib import Path
 
 from instructeval_banks import load_bank
 from instructeval_tasks.ii.names import II_IDS, source_name
-from instructeval_tasks.ii.rows import build_rows
+from instructeval_tasks.ii.examples import build_rows
 from instructeval_tasks.ii.source import local_path, read_examples
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

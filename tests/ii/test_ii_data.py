@@ -10,7 +10,7 @@ import pytest
 from instructeval_tasks.errors import UserError
 from instructeval_tasks.ii import source
 from instructeval_tasks.ii.names import INDUCTION_TASKS, ii_id, source_name
-from instructeval_tasks.ii.rows import build_rows
+from instructeval_tasks.ii.examples import build_rows
 
 
 def test_generic_task_rows_keep_ids_and_single_answer():

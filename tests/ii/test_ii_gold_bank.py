@@ -58,10 +58,10 @@ def test_banks_list_shows_the_nine_by_default_and_ii_on_request(capsys):
 
 
 def test_task_groups_resolve_in_order():
-    from instructeval_tasks.specs import UnknownTask, resolve_task_names
+    from instructeval_tasks.specs import UnknownTaskError, resolve_task_names
 
     assert resolve_task_names("all") == ["agnews", "anli", "boolq", "imdb", "emotion", "cosmosqa", "hellaswag", "nq_open", "triviaqa"]
     assert resolve_task_names("instructeval_ii")[:2] == ["ii_active_to_passive", "ii_antonyms"]
     assert resolve_task_names(["ii_sum,instructeval_ii_sum", "agnews"]) == ["ii_sum", "agnews"]
-    with pytest.raises(UnknownTask, match=r"unknown task\(s\) \['ii_summ'\]"):
+    with pytest.raises(UnknownTaskError, match=r"unknown task\(s\) \['ii_summ'\]"):
         resolve_task_names("ii_summ")

@@ -141,7 +141,7 @@ def test_every_metric_equals_the_reference_on_the_data(shared_data_dir):
     ref = _reference()
     multi = {"em": ref.get_multi_answer_em, "es": ref.get_multi_answer_exact_set,
              "contains": ref.get_multi_answer_contains, "f1": ref.get_multi_answer_f1}
-    from instructeval_tasks.ii.rows import build_rows
+    from instructeval_tasks.ii.examples import build_rows
     from instructeval_tasks.ii.source import local_path, read_examples
 
     compared = 0

@@ -15,7 +15,7 @@ import instructeval_tasks
 from instructeval_banks import load_bank
 from instructeval_tasks.errors import UserError
 from instructeval_tasks.ii.names import II_IDS, INDUCTION_TASKS, source_name
-from instructeval_tasks.ii.rows import build_rows
+from instructeval_tasks.ii.examples import build_rows
 
 
 

@@ -45,7 +45,7 @@ def tiny_model_args(tiny_model_dir: Path) -> str:
 @pytest.fixture(scope="session")
 def tiny_lm(tiny_model_args: str):
     """The harness ``hf`` model of ``tiny_model_dir`` on CPU (batch 64: few forward calls)."""
-    from instructeval_tasks.sweep.runner import load_model
+    from instructeval_tasks.sweep.chunk import load_model
 
     return load_model("hf", tiny_model_args, batch_size=64, max_batch_size=None, device="cpu")
 

@@ -7,7 +7,8 @@ import sys
 import pytest
 
 from instructeval_tasks.cli import main as cli_main
-from instructeval_tasks.sweep.executors import ExecutorOptionError, make_executor, parse_worker_resources
+from instructeval_tasks.sweep.executor_registry import make_executor
+from instructeval_tasks.sweep.executors import ExecutorOptionError, parse_worker_resources
 
 
 def _run(tmp_path, *extra: str) -> list[str]:

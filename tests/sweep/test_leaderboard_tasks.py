@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from instructeval_tasks.sweep import run_sweep
-from instructeval_tasks.sweep.leaderboard_map import (
+from instructeval_tasks.leaderboard_map import (
     LeaderboardError,
     load_leaderboard_map,
     parse_leaderboard_tasks,

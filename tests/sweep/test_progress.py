@@ -6,7 +6,7 @@ import json
 import re
 
 from instructeval_tasks.sweep import run_sweep
-from instructeval_tasks.sweep import runner
+from instructeval_tasks.sweep import chunk
 
 
 def test_progress_advances_per_variant_with_measured_times(tmp_path, tiny_model_dir, tiny_data_dir, capsys, monkeypatch):
@@ -21,7 +21,7 @@ def test_progress_advances_per_variant_with_measured_times(tmp_path, tiny_model_
 
     monkeypatch.setattr(lm_eval, "simple_evaluate", recording)
     timed: list[tuple[str, float]] = []
-    evaluate_chunk = runner.evaluate_chunk
+    evaluate_chunk = chunk.evaluate_chunk
 
     def spy(*args, on_variant=None, **kwargs):
         def callback(variant, results, seconds):
@@ -30,7 +30,7 @@ def test_progress_advances_per_variant_with_measured_times(tmp_path, tiny_model_
             on_variant(variant, results, seconds)
         return evaluate_chunk(*args, on_variant=callback, **kwargs)
 
-    monkeypatch.setattr(runner, "evaluate_chunk", spy)
+    monkeypatch.setattr(chunk, "evaluate_chunk", spy)
     report = run_sweep(model="hf", model_args=f"pretrained={tiny_model_dir},dtype=float32", tasks="agnews",
                        methods="null", output=tmp_path / "out", profile="quick",
                        overrides={"instructions_per_method": 1, "test_sample": 2}, data_dir=str(tiny_data_dir),

@@ -16,7 +16,7 @@ import pytest
 from instructeval_banks import BankEntry
 from instructeval_tasks import cli
 from instructeval_tasks.sweep import build_plan, get_profile, run_sweep
-from instructeval_tasks.sweep import runner
+from instructeval_tasks.sweep import chunk
 from instructeval_tasks.sweep.plan import PlanError
 from instructeval_tasks.sweep.store import model_label_from_args
 
@@ -33,7 +33,7 @@ def no_model_load(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("the model was loaded before the options were checked")
 
-    monkeypatch.setattr(runner, "load_model", refuse)
+    monkeypatch.setattr(chunk, "load_model", refuse)
 
 
 def _cli(capsys, args: list[str]) -> tuple[int, str]:

@@ -15,7 +15,7 @@ from filelock import FileLock, Timeout
 from instructeval_banks import load_bank
 from instructeval_tasks.cli import main as cli_main
 from instructeval_tasks.sweep import build_plan, get_profile, run_sweep
-from instructeval_tasks.sweep.runner import chunk_jobs
+from instructeval_tasks.sweep.chunk import chunk_jobs
 from instructeval_tasks.sweep.shards import CLAIMS_DIR, ClaimingQueue, ShardOptionError, ShardSpec
 
 REPO = Path(__file__).resolve().parents[2]

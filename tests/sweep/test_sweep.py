@@ -13,7 +13,7 @@ import pytest
 
 from instructeval_banks import load_bank
 from instructeval_tasks.sweep import build_plan, get_profile, run_sweep
-from instructeval_tasks.sweep.runner import default_device
+from instructeval_tasks.sweep.chunk import default_device
 from instructeval_tasks.sweep.store import SweepStoreError
 
 REPO = Path(__file__).resolve().parents[2]

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import UserError
-from ..specs import TASK_SPECS
+from .errors import UserError
+from .specs import TASK_SPECS
 
 LEADERBOARD_MAP = Path(__file__).resolve().with_name("leaderboard_map.yaml")
 

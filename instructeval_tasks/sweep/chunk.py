@@ -1,0 +1,234 @@
+"""One chunk of a sweep: build its variants' tasks, evaluate them on a loaded model, merge the results.
+
+The step every executor runs (``evaluate_job``, in the sweep's process or in a Ray worker), and what
+it needs: the model to load (``ModelSpec``), the chunk (``ChunkJob``), the in-memory task config of
+a variant (``base_task_config``, ``variant_config``). The orchestration that plans, claims and saves
+chunks is ``runner``'s; nothing here imports it.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass
+from itertools import groupby
+from typing import Any, Callable
+
+from .. import TASKS_DIR, object_task_manager
+from ..specs import get_spec
+from .budget import BUDGET_KEY
+from .env_info import environment_info_once
+from .plan import Variant, fingerprint
+from .profiles import Profile
+from .validate import parse_model_args
+
+
+def base_task_config(task: str) -> dict[str, Any]:
+    """The task's YAML with includes and ``!function`` resolved (the in-memory variant template)."""
+    from lm_eval.tasks._yaml_loader import load_yaml
+
+    return load_yaml(TASKS_DIR / get_spec(task).yaml_path, resolve_func=True)
+
+
+def variant_config(base: dict[str, Any], variant: Variant, profile: Profile, metadata: dict[str, Any]) -> dict[str, Any]:
+    cfg = copy.copy(base)
+    cfg.pop("tag", None)
+    cfg["task"] = variant.name
+    cfg["task_alias"] = f"{get_spec(variant.task).title} | {variant.entry.id} | {variant.setting_code}"
+    cfg["num_fewshot"] = variant.num_fewshot(profile)
+    cfg["metadata"] = metadata
+    return cfg
+
+
+# Local transformers backends: without a device, HFLM asks for "cuda" and the model load fails on a
+# CPU-only machine (transformers' allocator warm-up asserts), although HFLM itself would fall back.
+_LOCAL_HF_BACKENDS = ("hf", "hf-auto", "huggingface", "instructeval-hf")
+
+
+def default_device(model: str) -> str | None:
+    """``"cuda"`` or ``"cpu"`` (whichever torch can use) for the local HF backends; None for others,
+    which keep their own default.
+
+        >>> default_device("local-completions") is None
+        True
+    """
+    if model not in _LOCAL_HF_BACKENDS:
+        return None
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def load_model(model: str, model_args: str | dict | None, *, batch_size: int | str, max_batch_size: int | None, device: str | None):
+    """The harness LM, created once for the whole sweep."""
+    import lm_eval.api.registry
+
+    cls = lm_eval.api.registry.get_model(model)
+    device = device or default_device(model)
+    extra = {"batch_size": batch_size, "max_batch_size": max_batch_size, "device": device}
+    if isinstance(model_args, dict):
+        return cls.create_from_arg_obj(model_args, extra)
+    return cls.create_from_arg_string(model_args or "", extra)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """How to load the sweep's model: what a worker needs to create its own copy (picklable)."""
+
+    model: str
+    model_args: str | dict | None
+    label: str
+    batch_size: int | str = 8
+    max_batch_size: int | None = None
+    device: str | None = None
+
+    def resolved_device(self) -> str | None:
+        """The device the model loads on: the one asked for, else the machine's default (per worker)."""
+        return self.device or default_device(self.model)
+
+    def load(self):
+        return load_model(self.model, self.model_args, batch_size=self.batch_size,
+                          max_batch_size=self.max_batch_size, device=self.resolved_device())
+
+
+@dataclass
+class ChunkJob:
+    """The pending variants of one (task, instruction) chunk: one results file."""
+
+    key: str
+    variants: list[Variant]
+    metadata: dict[str, dict[str, Any]]
+
+    @property
+    def names(self) -> list[str]:
+        return [v.name for v in self.variants]
+
+
+def chunk_jobs(pending: list[Variant], metadata: dict[str, dict[str, Any]]) -> list[ChunkJob]:
+    """The pending variants grouped into chunks, in plan order."""
+    jobs = []
+    for chunk, group in groupby(pending, key=lambda v: v.chunk):
+        variants = list(group)
+        # One file per pending set: extending a sweep never overwrites earlier chunks' results.
+        key = f"{chunk}__{fingerprint({'variants': [v.name for v in variants]})[:8]}"
+        jobs.append(ChunkJob(key, variants, {v.name: metadata[v.name] for v in variants}))
+    return jobs
+
+
+# Keys of a harness results dict that map task names to values: a chunk's are the union of its variants'.
+_PER_TASK_KEYS = ("results", "group_subtasks", "configs", "versions", "n-shot", "higher_is_better", "n-samples",
+                  "task_hashes")
+
+
+def merge_results(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """One harness results dict for a chunk from its variants' (one ``simple_evaluate`` each).
+
+    Per-task maps are joined; run-level keys (config, versions of the tools, model info) are the
+    first part's, ``end_time`` the last part's and ``total_evaluation_time_seconds`` their sum.
+    """
+    merged = copy.copy(parts[0])
+    for key in _PER_TASK_KEYS:
+        if any(key in part for part in parts):
+            merged[key] = {k: v for part in parts for k, v in (part.get(key) or {}).items()}
+    paths = [part.get("config", {}).get(PATH_KEY) for part in parts]
+    if any(isinstance(p, dict) for p in paths):  # instructeval-hf's path counts: the chunk's sums
+        merged["config"] = {**merged["config"], PATH_KEY: merge_path_counts([p for p in paths if isinstance(p, dict)])}
+    if "end_time" in parts[-1]:
+        merged["end_time"] = parts[-1]["end_time"]
+    if all("total_evaluation_time_seconds" in part for part in parts):
+        merged["total_evaluation_time_seconds"] = str(sum(float(p["total_evaluation_time_seconds"]) for p in parts))
+    return merged
+
+
+PATH_KEY = "instructeval_hf"  # results config: which path of instructeval-hf served the requests
+
+
+def merge_path_counts(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """One ``instructeval_hf`` record from several evaluations' (request counts and reasons summed)."""
+    merged = dict(records[0])
+    for key in ("prefix_requests", "stock_requests"):
+        merged[key] = sum(int(r.get(key) or 0) for r in records)
+    reasons: dict[str, int] = {}
+    for record in records:
+        for why, n in (record.get("stock_reasons") or {}).items():
+            reasons[why] = reasons.get(why, 0) + int(n)
+    merged["stock_reasons"] = dict(sorted(reasons.items()))
+    return merged
+
+
+def stock_path_note(results: dict[str, Any]) -> str:
+    """`` [N of M requests on the stock path: reasons]`` for a results dict whose requests fell back, else ``""``."""
+    record = (results.get("config") or {}).get(PATH_KEY)
+    if not isinstance(record, dict) or not record.get("stock_requests"):
+        return ""
+    total = int(record.get("prefix_requests") or 0) + int(record["stock_requests"])
+    reasons = "; ".join(sorted(record.get("stock_reasons") or {}))
+    return f" [{record['stock_requests']} of {total} requests on the stock path: {reasons}]"
+
+
+def evaluate_chunk(
+    lm: Any,
+    variants: list[Variant],
+    profile: Profile,
+    metadata: dict[str, dict[str, Any]],
+    bases: dict[str, dict[str, Any]],
+    *,
+    log_samples: bool,
+    on_variant: Callable[[Variant, dict[str, Any], float], None] | None = None,
+) -> tuple[dict[str, Any], dict[str, list[dict]]]:
+    """Evaluate the chunk's variants, one harness call each: (merged results, samples).
+
+    ``on_variant(variant, its results, seconds)`` runs after each variant; ``seconds`` is the wall
+    time of that variant's own ``simple_evaluate`` call (building its requests, the model's
+    forward passes, scoring), so per-variant times are measured, not a share of the chunk.
+    """
+    import lm_eval
+
+    from ..task import InstructEvalTask
+
+    parts: list[dict[str, Any]] = []
+    samples: dict[str, list[dict]] = {}
+    with environment_info_once():  # torch's collect_env once per process, not ~4 s per variant
+        for variant in variants:
+            started = time.monotonic()
+            base = bases.setdefault(variant.task, base_task_config(variant.task))
+            task_class = base.get("class") or InstructEvalTask  # the YAML's class (Instruction Induction: its own)
+            task = task_class(config=variant_config(base, variant, profile, metadata[variant.name]))
+            budget = metadata[variant.name].get(BUDGET_KEY)
+            # A budgeted variant evaluates its cells through the harness's own doc selection
+            # (``lm_eval --samples``); the logged doc_id stays the item's position in the test sample.
+            items = {variant.name: list(budget["items"])} if budget else None
+            results = lm_eval.simple_evaluate(model=lm, tasks=[task], log_samples=log_samples, verbosity="ERROR",
+                                              task_manager=object_task_manager(), samples=items)
+            variant_samples = results.pop("samples", None) or {}
+            if log_samples:
+                samples.update(variant_samples)
+            parts.append(results)
+            if on_variant is not None:
+                on_variant(variant, results, time.monotonic() - started)
+    return merge_results(parts), samples
+
+
+def evaluate_job(
+    lm: Any,
+    job: ChunkJob,
+    spec: ModelSpec,
+    profile: Profile,
+    bases: dict[str, dict[str, Any]],
+    *,
+    log_samples: bool,
+    on_variant: Callable[[Variant, dict[str, Any], float], None] | None = None,
+) -> tuple[dict[str, Any], dict[str, list[dict]]]:
+    """One chunk, ready to save: ``evaluate_chunk`` plus the run's model settings in ``config``.
+
+    The one step every executor runs (in the sweep's process or in a worker); the caller writes
+    the returned (results, samples) through the ``SweepStore``.
+    """
+    results, samples = evaluate_chunk(lm, job.variants, profile, job.metadata, bases, log_samples=log_samples,
+                                      on_variant=on_variant)
+    results["config"].update(model=spec.model, model_args=parse_model_args(spec.model_args),
+                             batch_size=spec.batch_size, device=spec.resolved_device())
+    results["model_name"] = spec.label
+    return results, samples
+
+
