@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def _args(model_dir: Path, data_dir: Path, out: Path, *extra: str) -> list[str]:
     return [sys.executable, "-m", "instructeval_tasks.cli", "run", "--model", "hf",
-            "--model_args", f"pretrained={model_dir},dtype=float32", "--tasks", "agnews,boolq,emotion",
+            "--model_args", f"pretrained={model_dir},dtype=float32", "--tasks", "agnews,boolq,emotion,imdb",
             "--methods", "null,generic", "--instructions-per-method", "2", "--test-sample", "4",
             "--data-dir", str(data_dir), "--output", str(out), "--device", "cpu", *extra]
 
@@ -62,7 +62,7 @@ def test_second_run_on_one_label_refuses_or_waits(tmp_path, tiny_model_dir, tiny
             if proc.poll() is None:
                 proc.kill()
     waiting_log = (tmp_path / "waiting.log").read_text()
-    total = 3 * 3 * 7
+    total = 4 * 3 * 7  # tasks x instructions x variants: enough work that the first run outlasts its contenders
     assert f"waiting for {folder / RUN_LOCK}" in waiting_log
     assert f"{total} planned, {total} skipped (done), 0 evaluated" in waiting_log
     # One results entry and one samples file per variant: nothing was written twice.
