@@ -85,7 +85,10 @@ class InstructEvalHFLM(HFLM):
             return
         reason = self._ie_unsupported(0)
         if reason is None:
-            log.info("instructeval-hf: prefix path ready (transformers %s)", _transformers_version())
+            # Under the harness's logger, so that lm_eval's --verbosity shows it with its own INFO lines.
+            logging.getLogger("lm_eval.instructeval_hf").info(
+                "instructeval-hf: prefix path ready (transformers %s): shared prefixes are computed once",
+                _transformers_version())
             return
         message = (f"instructeval-hf: the prefix path cannot serve this model ({reason}; transformers "
                    f"{_transformers_version()}): every request runs on the stock hf code, with the same "
