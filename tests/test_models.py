@@ -27,14 +27,37 @@ def test_cpu_dtype_without_cpuinfo_is_float32(tmp_path):
     assert cpu_dtype(tmp_path / "missing") == "float32"
 
 
-def test_portable_tokenizer_config_names_a_class_every_supported_transformers_knows(tmp_path):
+def test_portable_checkpoint_reads_the_same_on_every_supported_transformers(tmp_path):
+    """A folder as transformers 4.57 converts SmolLM2 (a Llama tokenizer adding BOS) and as 5.x saves
+    it (TokenizersBackend, rope_parameters): both become a BOS-free PreTrainedTokenizerFast and a
+    config that states the RoPE base for 4.x too."""
     import json
 
-    from instructeval_tasks.models import portable_tokenizer_config
+    from instructeval_tasks.models import portable_checkpoint
 
-    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "TokenizersBackend", "bos_token": "<s>"}))
-    portable_tokenizer_config(tmp_path)
-    assert json.loads((tmp_path / "tokenizer_config.json").read_text()) == {"tokenizer_class": "PreTrainedTokenizerFast", "bos_token": "<s>"}
-    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "LlamaTokenizer"}))
-    portable_tokenizer_config(tmp_path)  # a class 4.x and 5.x both know: left alone
-    assert json.loads((tmp_path / "tokenizer_config.json").read_text()) == {"tokenizer_class": "LlamaTokenizer"}
+    def write(name, data):
+        (tmp_path / name).write_text(json.dumps(data))
+
+    def read(name):
+        return json.loads((tmp_path / name).read_text())
+
+    bos = {"SpecialToken": {"id": "<|im_start|>", "type_id": 0}}
+    write("tokenizer_config.json", {"tokenizer_class": "LlamaTokenizer", "add_bos_token": True, "bos_token": "<|im_start|>",
+                                    "clean_up_tokenization_spaces": True})
+    write("tokenizer.json", {"post_processor": {"type": "TemplateProcessing", "single": [bos, {"Sequence": {"id": "A"}}],
+                                                "pair": [bos, {"Sequence": {"id": "A"}}, bos, {"Sequence": {"id": "B"}}],
+                                                "special_tokens": {"<|im_start|>": {"id": "<|im_start|>", "ids": [1]}}}})
+    write("config.json", {"model_type": "llama", "rope_parameters": {"rope_theta": 100000.0, "rope_type": "default"}})
+    portable_checkpoint(tmp_path, adds_bos=False)
+    assert read("tokenizer_config.json") == {"tokenizer_class": "PreTrainedTokenizerFast", "bos_token": "<|im_start|>",
+                                             "clean_up_tokenization_spaces": False}
+    post = read("tokenizer.json")["post_processor"]
+    assert post["single"] == [{"Sequence": {"id": "A"}}] and post["special_tokens"] == {}
+    assert read("config.json")["rope_theta"] == 100000.0
+
+    # A model whose original tokenizer adds BOS (Gemma) keeps it; only the 5.x-only class is renamed.
+    write("tokenizer_config.json", {"tokenizer_class": "TokenizersBackend", "bos_token": "<bos>"})
+    write("tokenizer.json", {"post_processor": {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<bos>"}}]}})
+    portable_checkpoint(tmp_path, adds_bos=True)
+    assert read("tokenizer_config.json")["tokenizer_class"] == "PreTrainedTokenizerFast"
+    assert read("tokenizer.json")["post_processor"]["single"] == [{"SpecialToken": {"id": "<bos>"}}]

@@ -34,7 +34,10 @@ def test_converted_checkpoint_matches_the_gguf_model(smollm2_dir, tmp_path):
     tokenizer = AutoTokenizer.from_pretrained(smollm2_dir)
     text = "News: Stocks rallied as oil prices fell.\nCategory:"
     ids = tokenizer(text, return_tensors="pt").input_ids
-    assert ids.tolist() == AutoTokenizer.from_pretrained(tmp_path, gguf_file=gguf.name)(text, return_tensors="pt").input_ids.tolist()
+    # The same text tokens (transformers 4.57's GGUF tokenizer also puts a BOS first, which SmolLM2's
+    # own tokenizer and the prepared folder do not: see models.portable_checkpoint).
+    gguf_ids = AutoTokenizer.from_pretrained(tmp_path, gguf_file=gguf.name)(text, add_special_tokens=False).input_ids
+    assert ids.tolist() == [gguf_ids]
     with torch.no_grad():
         converted = AutoModelForCausalLM.from_pretrained(smollm2_dir, dtype=torch.bfloat16)(ids).logits
         original = AutoModelForCausalLM.from_pretrained(tmp_path, gguf_file=gguf.name, dtype=torch.bfloat16)(ids).logits
@@ -63,14 +66,19 @@ def test_few_shot_agnews_is_well_above_chance(smollm2_dir, shared_data_dir):
     assert results["acc,none"] >= 0.3, results
 
 
-def test_prepared_folder_loads_on_every_supported_transformers(smollm2_dir):
+def test_prepared_folder_reads_as_the_original_on_every_supported_transformers(smollm2_dir):
     import json
 
-    import transformers
+    from transformers import AutoTokenizer
 
-    # 5.x writes "TokenizersBackend", a class 4.x does not know; the prepared folder names one both load.
+    # The class both 4.x and 5.x know, and SmolLM2's own encoding: no BOS token (4.57's GGUF
+    # conversion adds one; 5.x's does not).
     config = json.loads((smollm2_dir / "tokenizer_config.json").read_text())
-    assert config["tokenizer_class"] != "TokenizersBackend" and hasattr(transformers, config["tokenizer_class"]), config
+    assert config["tokenizer_class"] == "PreTrainedTokenizerFast"
+    tokenizer = AutoTokenizer.from_pretrained(smollm2_dir)
+    assert tokenizer("News: hello").input_ids == tokenizer("News: hello", add_special_tokens=False).input_ids
+    assert tokenizer("News: hello").input_ids[0] != tokenizer.bos_token_id
+    assert json.loads((smollm2_dir / "config.json").read_text()).get("rope_theta") == 100000.0
 
 
 def test_instructeval_hf_takes_the_prefix_path_on_smollm2(smollm2_dir, caplog):

@@ -79,8 +79,25 @@ class InstructEvalHFLM(HFLM):
 
     # ------------------------------------------------------------------ which path serves requests
 
+    def _ie_check_config(self) -> None:
+        """Refuse a config written by transformers 5.x whose RoPE base this 4.x cannot read.
+
+        5.x writes ``rope_parameters``; 4.x reads a top-level ``rope_theta`` and otherwise silently
+        uses its default, which gives other scores (``prepare-model`` writes both keys)."""
+        config = getattr(self.model, "config", None)
+        rope = getattr(config, "rope_parameters", None)
+        if int(_transformers_version().split(".")[0]) >= 5 or not isinstance(rope, dict) or "rope_theta" not in rope:
+            return
+        if getattr(config, "rope_theta", None) != rope["rope_theta"]:
+            raise UserError(
+                f"instructeval-hf: {config._name_or_path}/config.json was written by transformers 5.x: its RoPE base "
+                f"(rope_parameters.rope_theta={rope['rope_theta']}) is read by transformers {_transformers_version()} as "
+                f"{getattr(config, 'rope_theta', None)}, which changes every score; prepare the model again with this "
+                f"transformers (instructeval prepare-model ...), or add \"rope_theta\": {rope['rope_theta']} to config.json")
+
     def _ie_check_at_start(self) -> None:
         """Say now, not in the middle of the progress output, when no request can take the prefix path."""
+        self._ie_check_config()
         if not self.prefix_sharing:
             return
         reason = self._ie_unsupported(0)
