@@ -169,3 +169,29 @@ def test_rolling_requests_are_counted_on_the_stock_path(make_pair):
     info = pair.new.get_model_info()["instructeval_hf"]
     assert info["prefix_requests"] == 0 and info["stock_requests"] >= 1
     assert all(why.startswith("loglikelihood_rolling window: loglikelihood_rolling") for why in info["stock_reasons"])
+
+
+def test_a_5x_config_whose_rope_base_4x_misreads_is_refused(tiny_llama_dirs, tmp_path):
+    """On transformers 4.x, a config.json written by 5.x (``rope_parameters`` only) would silently run
+    with 4.x's default RoPE base; instructeval-hf refuses it, naming the file and the fix."""
+    import json
+    import shutil
+
+    import transformers
+
+    if int(transformers.__version__.split(".")[0]) >= 5:
+        pytest.skip("transformers 5.x reads rope_parameters itself (this guard is for 4.x)")
+    from instructeval_tasks.backend import InstructEvalHFLM
+    from instructeval_tasks.errors import UserError
+
+    folder = tmp_path / "written_by_5x"
+    shutil.copytree(tiny_llama_dirs["llama-nobos"], folder)
+    config = json.loads((folder / "config.json").read_text())
+    config.pop("rope_theta", None)
+    config["rope_parameters"] = {"rope_theta": 500000.0, "rope_type": "default"}
+    (folder / "config.json").write_text(json.dumps(config))
+    with pytest.raises(UserError, match=r"written by transformers 5\.x: its RoPE base \(rope_parameters\.rope_theta=500000\.0\)"):
+        InstructEvalHFLM(pretrained=str(folder), dtype="float32", device="cpu", batch_size=2)
+    config["rope_theta"] = 500000.0  # what prepare-model writes: both keys
+    (folder / "config.json").write_text(json.dumps(config))
+    InstructEvalHFLM(pretrained=str(folder), dtype="float32", device="cpu", batch_size=2)
