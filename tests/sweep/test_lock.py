@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -40,12 +41,21 @@ def test_second_run_on_one_label_refuses_or_waits(tmp_path, tiny_model_dir, tiny
         while not owner.exists() and first.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
         assert owner.exists(), (tmp_path / "first.log").read_text()[-2000:]
-        # Both contenders start while the first run holds the lock.
+        # The first run is paused while it holds the lock, so that it cannot finish before the
+        # contenders ask for the lock however fast it runs (a paused process keeps its locks).
+        os.kill(first.pid, signal.SIGSTOP)
         refused = _start(_args(tiny_model_dir, tiny_data_dir, out), tmp_path / "refused.log")
         waiting = _start(_args(tiny_model_dir, tiny_data_dir, out, "--wait-lock"), tmp_path / "waiting.log")
         procs += [refused, waiting]
-        code = refused.wait(timeout=240)
-        still_running = first.poll() is None
+        try:
+            code = refused.wait(timeout=240)
+            still_running = first.poll() is None
+            until = time.monotonic() + 180  # the waiting contender reaches the lock and says it waits
+            while "waiting for" not in (tmp_path / "waiting.log").read_text() and waiting.poll() is None \
+                    and time.monotonic() < until:
+                time.sleep(0.1)
+        finally:
+            os.kill(first.pid, signal.SIGCONT)
         refused_log = (tmp_path / "refused.log").read_text()
         assert code == 2, refused_log[-3000:]
         errors = [line for line in refused_log.splitlines() if line.startswith("instructeval: error:")]
@@ -62,7 +72,7 @@ def test_second_run_on_one_label_refuses_or_waits(tmp_path, tiny_model_dir, tiny
             if proc.poll() is None:
                 proc.kill()
     waiting_log = (tmp_path / "waiting.log").read_text()
-    total = 4 * 3 * 7  # tasks x instructions x variants: enough work that the first run outlasts its contenders
+    total = 4 * 3 * 7  # tasks x instructions x variants
     assert f"waiting for {folder / RUN_LOCK}" in waiting_log
     assert f"{total} planned, {total} skipped (done), 0 evaluated" in waiting_log
     # One results entry and one samples file per variant: nothing was written twice.
