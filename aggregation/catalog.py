@@ -10,48 +10,26 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from instructeval_tasks.specs import TASK_SPECS
+from instructeval_tasks.selection_methods import SELECTION_METHODS, method_alias_map
+from instructeval_tasks.specs import REPORT_ORDER, TASK_SPECS
 
-TASK_ORDER = ("agnews", "anli", "boolq", "imdb", "emotion", "hellaswag", "cosmosqa", "triviaqa", "nq_open")
-TASK_TITLES = {
-    "agnews": "AG News",
-    "anli": "ANLI",
-    "boolq": "BoolQ",
-    "imdb": "IMDB",
-    "emotion": "Emotion",
-    "hellaswag": "HellaSwag",
-    "cosmosqa": "CosmosQA",
-    "triviaqa": "TriviaQA",
-    "nq_open": "NQ-Open",
-}
-# task -> kind ("cls", "mcq", "gqa"), read from the task specs (the facts layer), not restated.
+# Tasks, their column titles and kinds ("cls", "mcq", "gqa"), read from the task specs (each task's
+# task_spec.yaml, the facts layer), not restated.
+TASK_ORDER = REPORT_ORDER
+TASK_TITLES = {name: spec.report_title or spec.title for name, spec in TASK_SPECS.items()}
 TASK_KIND = {name: spec.kind for name, spec in TASK_SPECS.items()}
 TYPE_ORDER = ("cls", "mcq", "gqa")
 TYPE_TITLES = {"cls": "CLS", "mcq": "MCQ", "gqa": "GQA"}
 
-METHOD_ORDER = ("null", "generic", "promptsource", "adhoc", "low_perplexity", "ape", "rlprompt")
+# Methods, their row titles and other names, read from the selection-method registry (facts layer).
+METHOD_ORDER = tuple(SELECTION_METHODS)
 METHOD_TITLES = {
-    "null": "Null",
-    "generic": "Generic",
-    "promptsource": "PromptSource",
-    "adhoc": "Ad hoc",
-    "low_perplexity": "Low Perplexity",
-    "ape": "APE",
-    "rlprompt": "RLPrompt",
-    "literal": "Literal",
+    **{name: method.title for name, method in SELECTION_METHODS.items()},
+    "literal": "Literal",  # an instruction given as text (``instruction`` metadata), no method
     "custom": "Custom",
 }
 # Names the original code and notebook used for the same methods (instruction directories).
-METHOD_ALIASES = {
-    "no_instruction": "null",
-    "none": "null",
-    "generic_instruction": "generic",
-    "manual": "promptsource",
-    "chat_gpt_prompts": "adhoc",
-    "ad_hoc": "adhoc",
-    "low_perplexity_prompts": "low_perplexity",
-    "lowperplexity": "low_perplexity",
-}
+METHOD_ALIASES = method_alias_map()
 
 SETTINGS = ("zero_shot", "few_shot", "perturbed", "ordering")
 

@@ -3,7 +3,7 @@
 
 A results entry is a stock result when its ``configs[T].metadata.leaderboard`` record says so
 (written by ``--leaderboard-tasks``), or when ``T`` is a stock task of the leaderboard map
-(``instructeval_tasks/leaderboard_map.yaml``, or ``--leaderboard-map FILE``). The record or the
+(the ``stock:`` blocks of the tasks' ``task_spec.yaml``, or ``--leaderboard-map FILE``). The record or the
 map gives the InstructEval task and the metric compared.
 
 Checks: a compared metric that is missing, or not a number in [0, 1], is an ``error

@@ -1,7 +1,20 @@
 """The leaderboard map: which stock lm-eval task, metric and n-shot stand for each InstructEval task.
 
-The shipped map is ``leaderboard_map.yaml`` beside this module; ``--leaderboard-map FILE`` replaces
-it with a file of the same layout. Every problem is an error naming the file and the field.
+The shipped map is the ``stock:`` block of each task's ``task_spec.yaml`` (``instructeval_tasks/<task>/``);
+``--leaderboard-map FILE`` replaces it with a YAML file of this layout::
+
+    counterparts:            # InstructEval task id -> its stock lm-eval task
+      hellaswag:
+        stock_task: hellaswag    # the harness task name (as in `lm_eval --tasks`)
+        metric: acc_norm         # the stock metric compared with the InstructEval accuracy (in [0, 1])
+        num_fewshot: 10          # the stock few-shot setting
+        fields: {}               # {stock field: InstructEval field} copied into each row before the
+                                 # stock task's own process_docs (a bool becomes 0/1)
+        source: Open LLM Leaderboard (v1), HellaSwag 10-shot acc_norm
+    no_counterpart:          # optional: task -> why it has none (reported, never guessed)
+      imdb: no imdb task
+
+Every problem is an error naming the file and the field.
 
 Example:
     >>> counterparts, missing = load_leaderboard_map()
@@ -20,7 +33,6 @@ from typing import Any
 from .errors import UserError
 from .specs import TASK_SPECS
 
-LEADERBOARD_MAP = Path(__file__).resolve().with_name("leaderboard_map.yaml")
 
 
 class LeaderboardError(UserError, ValueError):
@@ -57,10 +69,17 @@ class Counterpart:
 
 
 def load_leaderboard_map(path: str | Path | None = None) -> tuple[dict[str, Counterpart], dict[str, str]]:
-    """``(counterparts by InstructEval task, {task: why it has none})`` from the map file."""
+    """``(counterparts by InstructEval task, {task: why it has none})``: from the task specs, or
+    from the map file ``path`` (``--leaderboard-map``) instead."""
+    if not path:
+        counterparts = {
+            name: _counterpart(name, dict(spec.stock), f"{spec.spec_file}: stock", spec.spec_file)
+            for name, spec in TASK_SPECS.items() if spec.stock is not None
+        }
+        return counterparts, {name: spec.no_stock for name, spec in TASK_SPECS.items() if spec.no_stock}
     import yaml
 
-    file = Path(path).expanduser() if path else LEADERBOARD_MAP
+    file = Path(path).expanduser()
     if not file.is_file():
         raise LeaderboardError(f"--leaderboard-map {file}: no such file")
     try:
@@ -69,32 +88,35 @@ def load_leaderboard_map(path: str | Path | None = None) -> tuple[dict[str, Coun
         raise LeaderboardError(f"{file}: not valid YAML ({err})") from None
     if not isinstance(data, dict) or not isinstance(data.get("counterparts"), dict):
         raise LeaderboardError(f"{file}: needs a top-level 'counterparts' mapping of InstructEval task -> {{stock_task, metric, num_fewshot}}")
-    counterparts: dict[str, Counterpart] = {}
-    for task, entry in data["counterparts"].items():
-        where = f"{file}: counterparts.{task}"
-        if task not in TASK_SPECS:
-            raise LeaderboardError(f"{where}: unknown InstructEval task; known: {', '.join(TASK_SPECS)}")
-        if not isinstance(entry, dict):
-            raise LeaderboardError(f"{where}: expected a mapping with stock_task, metric and num_fewshot")
-        unknown = sorted(set(entry) - {"stock_task", "metric", "num_fewshot", "fields", "source"})
-        if unknown:
-            raise LeaderboardError(f"{where}: unknown key(s) {unknown}; allowed: stock_task, metric, num_fewshot, fields, source")
-        for key in ("stock_task", "metric"):
-            if not isinstance(entry.get(key), str) or not entry[key].strip():
-                raise LeaderboardError(f"{where}.{key}: missing or not a string")
-        shots = entry.get("num_fewshot")
-        if isinstance(shots, bool) or not isinstance(shots, int) or shots < 0:
-            raise LeaderboardError(f"{where}.num_fewshot: {shots!r} is not a non-negative integer")
-        fields = entry.get("fields") or {}
-        if not isinstance(fields, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in fields.items()):
-            raise LeaderboardError(f"{where}.fields: expected a mapping of stock field -> InstructEval field (strings)")
-        counterparts[task] = Counterpart(
-            task, entry["stock_task"].strip(), entry["metric"].strip(), shots, dict(fields), str(entry.get("source") or ""), str(file)
-        )
+    counterparts = {
+        task: _counterpart(task, entry, f"{file}: counterparts.{task}", str(file))
+        for task, entry in data["counterparts"].items()
+    }
     missing = data.get("no_counterpart") or {}
     if not isinstance(missing, dict):
         raise LeaderboardError(f"{file}: no_counterpart must be a mapping of task -> reason")
     return counterparts, {str(k): str(v) for k, v in missing.items()}
+
+
+def _counterpart(task: str, entry: Any, where: str, map_file: str) -> Counterpart:
+    if task not in TASK_SPECS:
+        raise LeaderboardError(f"{where}: unknown InstructEval task; known: {', '.join(TASK_SPECS)}")
+    if not isinstance(entry, dict):
+        raise LeaderboardError(f"{where}: expected a mapping with stock_task, metric and num_fewshot")
+    unknown = sorted(set(entry) - {"stock_task", "metric", "num_fewshot", "fields", "source"})
+    if unknown:
+        raise LeaderboardError(f"{where}: unknown key(s) {unknown}; allowed: stock_task, metric, num_fewshot, fields, source")
+    for key in ("stock_task", "metric"):
+        if not isinstance(entry.get(key), str) or not entry[key].strip():
+            raise LeaderboardError(f"{where}.{key}: missing or not a string")
+    shots = entry.get("num_fewshot")
+    if isinstance(shots, bool) or not isinstance(shots, int) or shots < 0:
+        raise LeaderboardError(f"{where}.num_fewshot: {shots!r} is not a non-negative integer")
+    fields = entry.get("fields") or {}
+    if not isinstance(fields, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in fields.items()):
+        raise LeaderboardError(f"{where}.fields: expected a mapping of stock field -> InstructEval field (strings)")
+    return Counterpart(task, entry["stock_task"].strip(), entry["metric"].strip(), shots, dict(fields),
+                       str(entry.get("source") or ""), map_file)
 
 
 def parse_leaderboard_tasks(text: str | None) -> dict[str, int | None]:

@@ -3,7 +3,7 @@
 A row the prompt cannot render faithfully must never reach the model: a missing or ``null`` text
 would print ``News: None``, a label outside the task's classes would be scored as a wrong answer
 (and in the demo pool it would become an extra class). Every row of both splits is checked when
-the task loads its data, against the HF field layout (``ROW_FIELDS``), with exact types: the
+the task loads its data, against the HF field layout its ``task_spec.yaml`` declares (``ROW_FIELDS``), with exact types: the
 label ``"2"`` is not the label ``2``, and ``true`` is not ``1``.
 
 Example:
@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from instructeval_tasks.errors import UserError
+from instructeval_tasks.specs import TASK_SPECS
 
 
 class DataRowError(UserError, ValueError):
@@ -93,21 +94,20 @@ ANSWERS = Field("a non-empty list of strings", _is_text_list, _arrow_text_list)
 
 def one_of(values: Sequence[Any]) -> Field:
     """A label from ``values``, of exactly their type (``bool`` is not ``int``, ``"2"`` is not ``2``)."""
-    import pyarrow as pa
-
     python_type = type(values[0])
     kind = {int: "an integer", bool: "true or false", str: "a string"}[python_type]
-    arrow_type = {
-        int: pa.types.is_integer,
-        bool: pa.types.is_boolean,
-        str: lambda t: pa.types.is_string(t) or pa.types.is_large_string(t),
-    }[python_type]
     shown = ", ".join(repr(v) if isinstance(v, str) else str(v).lower() if isinstance(v, bool) else str(v) for v in values)
     allowed = {(type(v), v) for v in values}
 
     def arrow_ok(column) -> bool:
+        import pyarrow as pa
         import pyarrow.compute as pc
 
+        arrow_type = {
+            int: pa.types.is_integer,
+            bool: pa.types.is_boolean,
+            str: lambda t: pa.types.is_string(t) or pa.types.is_large_string(t),
+        }[python_type]
         if column.null_count or not arrow_type(column.type):
             return False
         return column.length() == 0 or pc.all(pc.is_in(column, value_set=pa.array(values, type=column.type))).as_py()
@@ -132,24 +132,23 @@ def _arrow_aliases(column) -> bool:
     return _arrow_text_list(pc.struct_field(column, "aliases"))
 
 
-# The fields each task reads (templates, targets, choices) and the values it accepts, in HF layout.
+ALIASES = Field('an object whose "aliases" is a non-empty list of strings', _aliases, _arrow_aliases)
+_WORDS = {"text": TEXT, "answers": ANSWERS, "aliases": ALIASES}
+
+
+def field_check(declared: Any) -> Field:
+    """The check of one ``fields:`` declaration of a ``task_spec.yaml`` (``text``, ``answers``,
+    ``aliases``, ``{one_of: [...]}``, ``{strings: N}``; ``specs`` has validated its shape)."""
+    if isinstance(declared, str):
+        return _WORDS[declared]
+    (form, value), = declared.items()
+    return one_of(value) if form == "one_of" else _fixed_list(value)
+
+
+# The fields each task reads (templates, targets, choices) and the values it accepts, in HF layout,
+# as each task's task_spec.yaml declares them.
 ROW_FIELDS: dict[str, dict[str, Field]] = {
-    "agnews": {"text": TEXT, "label": one_of([0, 1, 2, 3])},
-    "anli": {"premise": TEXT, "hypothesis": TEXT, "label": one_of([0, 1, 2])},
-    "boolq": {"question": TEXT, "passage": TEXT, "answer": one_of([False, True])},
-    "imdb": {"text": TEXT, "label": one_of([0, 1])},
-    "emotion": {"text": TEXT, "label": one_of([0, 1, 2, 3])},
-    "cosmosqa": {
-        "context": TEXT, "question": TEXT,
-        "answer0": TEXT, "answer1": TEXT, "answer2": TEXT, "answer3": TEXT,
-        "label": one_of([0, 1, 2, 3]),
-    },
-    "hellaswag": {"ctx": TEXT, "endings": _fixed_list(4), "label": one_of(["0", "1", "2", "3"])},
-    "nq_open": {"question": TEXT, "answer": ANSWERS},
-    "triviaqa": {
-        "question": TEXT,
-        "answer": Field('an object whose "aliases" is a non-empty list of strings', _aliases, _arrow_aliases),
-    },
+    name: {field: field_check(declared) for field, declared in spec.fields.items()} for name, spec in TASK_SPECS.items()
 }
 
 

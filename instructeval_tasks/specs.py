@@ -1,28 +1,48 @@
 """The protocol facts of each InstructEval task (Ajith et al.; original code ``data/*.py``).
 
-Where the data lives and how it is formatted is in each task's YAML (``dataset_path``, splits,
-``doc_to_text``); this table holds what the protocol needs beyond the harness: the task type,
-the label used for class balancing, the text fields that are truncated and perturbed (in the
-original's order), and the folder name of the local-file layout (``<data_dir>/<local_dir>/``).
+Where the data lives and how it is formatted is in each task's harness YAML (``dataset_path``,
+splits, ``doc_to_text``); what the protocol needs beyond the harness is in the ``task_spec.yaml``
+beside it (``instructeval_tasks/<folder>/task_spec.yaml``): the task type, the label used for class
+balancing, the text fields that are truncated and perturbed (in the original's order), every field
+a row must have and the values it may take, the titles and column order of the report, the stock
+lm-eval counterpart, and where the bank importers find the task. This module reads those files;
+nothing else restates them. A task folder with a ``task_spec.yaml`` is a task: adding one is its
+folder, its template (``templates/<name>.j2``) and its bank files.
 
-``TASK_SPECS`` holds the nine InstructEval tasks (what ``all`` means to the runner); the 24
-Instruction Induction tasks (kind ``ii``, ids ``ii_<task>``, ``instructeval_tasks/ii/``) are in
-``II_SPECS``; ``get_spec`` knows both (``ALL_SPECS``).
+``TASK_SPECS`` holds the InstructEval tasks (what ``all`` means to the runner), in their ``order``;
+the 24 Instruction Induction tasks (kind ``ii``, ids ``ii_<task>``, ``instructeval_tasks/ii/``) are
+in ``II_SPECS``; ``get_spec`` knows both (``ALL_SPECS``).
+
+Example:
+    >>> spec = get_spec("instructeval_boolq")
+    >>> spec.kind, spec.label_field, spec.text_fields, spec.report_title
+    ('cls', 'answer', ('question', 'passage'), 'BoolQ')
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Mapping
 
 from .errors import UserError, did_you_mean
 
 TaskKind = Literal["cls", "mcq", "gqa", "ii"]
+TASK_KINDS = ("cls", "mcq", "gqa")  # the kinds a task_spec.yaml may declare (ii tasks are generated)
+TASKS_DIR = Path(__file__).resolve().parent
+SPEC_FILE = "task_spec.yaml"
+# Field declarations of a task_spec.yaml (``fields:``); ``instructeval_tasks.rows`` checks rows against them.
+FIELD_WORDS = ("text", "answers", "aliases")  # a string; a non-empty list of strings; {aliases: [...]}
+FIELD_FORMS = ("one_of", "strings")           # {one_of: [values]} (exact type); {strings: N} (N strings)
+
+
+class TaskSpecError(UserError, ValueError):
+    """A malformed ``task_spec.yaml``; the message names the file, the field and what is expected."""
 
 
 @dataclass(frozen=True)
 class TaskSpec:
-    """One InstructEval task.
+    """One InstructEval task, as its ``task_spec.yaml`` declares it.
 
     Attributes:
         name: short id used in task names (``instructeval_<name>``), bank files and templates.
@@ -38,6 +58,16 @@ class TaskSpec:
             already in that order. Only BoolQ differs: choices False, True (HF label order), the
             original's ``{True: 'True', False: 'False'}``.
         folder: the task's folder under ``instructeval_tasks/`` (default: ``name``).
+        report_title: column header in the aggregate tables (default: ``title``).
+        order: position in ``--tasks all`` (unordered tasks after the ordered, by name).
+        report_order: column position in the paper's tables (likewise).
+        fields: every field a row must have, and its declaration (``FIELD_WORDS``, ``FIELD_FORMS``).
+        stock: the stock lm-eval counterpart (``stock_task``, ``metric``, ``num_fewshot``, ``fields``,
+            ``source``), or ``None``.
+        no_stock: why there is no stock counterpart (when ``stock`` is ``None``).
+        original_stem: the task's file stem in the original code's instruction folders.
+        promptsource: where the PromptSource importer looks (``templates``, ``field_nouns``, ``note``).
+        spec_file: the ``task_spec.yaml`` this spec was read from (empty for generated specs).
     """
 
     name: str
@@ -48,6 +78,15 @@ class TaskSpec:
     text_fields: tuple[str, ...]
     original_choice_order: tuple[int, ...] | None = None
     folder: str | None = None
+    report_title: str | None = None
+    order: int | None = None
+    report_order: int | None = None
+    fields: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    stock: Mapping[str, Any] | None = field(default=None, compare=False)
+    no_stock: str | None = None
+    original_stem: str | None = None
+    promptsource: Mapping[str, Any] | None = field(default=None, compare=False)
+    spec_file: str = ""
 
     @property
     def yaml_path(self) -> str:
@@ -64,23 +103,144 @@ class TaskSpec:
         return self.kind == "cls"
 
 
-TASK_SPECS: dict[str, TaskSpec] = {
-    spec.name: spec
-    for spec in (
-        TaskSpec("agnews", "cls", "AG News", "ag_news", "label", ("text",)),
-        TaskSpec("anli", "cls", "ANLI (round 1)", "anli", "label", ("premise", "hypothesis")),
-        TaskSpec("boolq", "cls", "BoolQ", "boolq", "answer", ("question", "passage"), original_choice_order=(1, 0)),
-        TaskSpec("imdb", "cls", "IMDB", "imdb", "label", ("text",)),
-        TaskSpec("emotion", "cls", "TweetEval Emotion", "tweet_eval_emotion", "label", ("text",)),
-        TaskSpec("cosmosqa", "mcq", "CosmosQA", "cosmos_qa", "label", ("context", "question")),
-        TaskSpec("hellaswag", "mcq", "HellaSwag", "hellaswag", "label", ("ctx",)),
-        TaskSpec("nq_open", "gqa", "NQ-Open", "nq_open", None, ("question",)),
-        TaskSpec("triviaqa", "gqa", "TriviaQA", "trivia_qa", None, ("question",)),
-    )
+_SPEC_KEYS = {
+    "name": "the task id (instructeval_<name>, templates/<name>.j2, bank files <name>.yaml)",
+    "kind": f"one of {', '.join(TASK_KINDS)}",
+    "title": "the display name",
+    "report_title": "the column header of the aggregate tables",
+    "order": "position in --tasks all (an integer)",
+    "report_order": "column position in the paper's tables (an integer)",
+    "local_dir": "the folder under data_dir holding train.jsonl and eval.jsonl",
+    "label_field": "the field balanced over when sampling, or null",
+    "text_fields": "the fields truncated and perturbed (a list)",
+    "original_choice_order": "the choice indices in the original's scoring order (a list of integers)",
+    "fields": "the fields a row must have: text, answers, aliases, {one_of: [...]} or {strings: N}",
+    "stock": "the stock lm-eval counterpart {stock_task, metric, num_fewshot, fields, source}, or {none: why}",
+    "original_stem": "the file stem in the original code's instruction folders",
+    "promptsource": "{templates: [...], field_nouns: {...}, note: ...} for the PromptSource importer",
 }
+_STOCK_KEYS = ("stock_task", "metric", "num_fewshot", "fields", "source")
+_PROMPTSOURCE_KEYS = ("templates", "field_nouns", "note")
+
+
+def _is_str_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) and v for v in value)
+
+
+def _check_field(where: str, name: Any, declared: Any) -> None:
+    if not isinstance(name, str) or not name:
+        raise TaskSpecError(f"{where}: field names must be strings, got {name!r}")
+    if declared in FIELD_WORDS:
+        return
+    if isinstance(declared, dict) and len(declared) == 1:
+        (form, value), = declared.items()
+        if form == "one_of" and isinstance(value, list) and value and len({type(v) for v in value}) == 1 \
+                and type(value[0]) in (int, bool, str):
+            return
+        if form == "strings" and isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+            return
+    raise TaskSpecError(
+        f"{where}.{name}: {declared!r} is not a field declaration; expected one of {', '.join(FIELD_WORDS)}, "
+        f"{{one_of: [values of one type]}} or {{strings: N}}"
+    )
+
+
+def _read_spec(path: Path) -> TaskSpec:
+    """One ``task_spec.yaml`` as a :class:`TaskSpec`; every problem names the file and the key."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as err:
+        raise TaskSpecError(f"{path}: cannot read the task spec ({err})") from None
+    if not isinstance(data, dict):
+        raise TaskSpecError(f"{path}: expected a mapping of {', '.join(_SPEC_KEYS)}")
+    unknown = sorted(set(data) - set(_SPEC_KEYS))
+    if unknown:
+        raise TaskSpecError(f"{path}: unknown key(s) {unknown}{did_you_mean(str(unknown[0]), _SPEC_KEYS)}; "
+                            f"known: {', '.join(_SPEC_KEYS)}")
+    for key in ("name", "kind", "title", "local_dir", "text_fields", "fields"):
+        if key not in data:
+            raise TaskSpecError(f"{path}: missing {key!r} ({_SPEC_KEYS[key]})")
+    name = data["name"]
+    if not isinstance(name, str) or not name.isidentifier() or name != name.lower():
+        raise TaskSpecError(f"{path}: name {name!r} must be a lower-case identifier (letters, digits, _)")
+    if name != path.parent.name:
+        raise TaskSpecError(f"{path}: name {name!r} differs from its folder {path.parent.name!r}; rename one")
+    if not (path.parent / f"instructeval_{name}.yaml").is_file():
+        raise TaskSpecError(f"{path}: no task YAML instructeval_{name}.yaml beside it")
+    if data["kind"] not in TASK_KINDS:
+        raise TaskSpecError(f"{path}: kind {data['kind']!r} is not one of {', '.join(TASK_KINDS)}")
+    for key in ("title", "local_dir", "report_title", "original_stem"):
+        if key in data and (not isinstance(data[key], str) or not data[key].strip()):
+            raise TaskSpecError(f"{path}: {key} must be a non-empty string")
+    for key in ("order", "report_order"):
+        if key in data and (isinstance(data[key], bool) or not isinstance(data[key], int)):
+            raise TaskSpecError(f"{path}: {key} must be an integer, got {data[key]!r}")
+    fields_ = data["fields"]
+    if not isinstance(fields_, dict) or not fields_:
+        raise TaskSpecError(f"{path}: fields must be a non-empty mapping of field -> declaration")
+    for field_name, declared in fields_.items():
+        _check_field(f"{path}: fields", field_name, declared)
+    text_fields = data["text_fields"]
+    if not _is_str_list(text_fields) or not text_fields:
+        raise TaskSpecError(f"{path}: text_fields must be a non-empty list of field names")
+    label = data.get("label_field")
+    for used in [*text_fields, *([label] if label is not None else [])]:
+        if used not in fields_:
+            raise TaskSpecError(f"{path}: {used!r} is used but not declared under fields")
+    if data["kind"] == "cls" and label is None:
+        raise TaskSpecError(f"{path}: a classification task needs label_field (the field balanced over)")
+    order = data.get("original_choice_order")
+    if order is not None and (not isinstance(order, list) or not all(isinstance(i, int) for i in order)):
+        raise TaskSpecError(f"{path}: original_choice_order must be a list of integers")
+    stock, no_stock = data.get("stock"), None
+    if stock is not None:
+        if not isinstance(stock, dict):
+            raise TaskSpecError(f"{path}: stock must be a mapping ({_SPEC_KEYS['stock']})")
+        if set(stock) == {"none"}:
+            stock, no_stock = None, str(stock["none"])
+        else:
+            bad = sorted(set(stock) - set(_STOCK_KEYS))
+            if bad:
+                raise TaskSpecError(f"{path}: stock: unknown key(s) {bad}; known: {', '.join(_STOCK_KEYS)} (or none: why)")
+    promptsource = data.get("promptsource")
+    if promptsource is not None:
+        if not isinstance(promptsource, dict) or not _is_str_list(promptsource.get("templates")):
+            raise TaskSpecError(f"{path}: promptsource needs templates: a list of promptsource template folders")
+        bad = sorted(set(promptsource) - set(_PROMPTSOURCE_KEYS))
+        if bad:
+            raise TaskSpecError(f"{path}: promptsource: unknown key(s) {bad}; known: {', '.join(_PROMPTSOURCE_KEYS)}")
+    return TaskSpec(
+        name=name, kind=data["kind"], title=data["title"].strip(), local_dir=data["local_dir"],
+        label_field=label, text_fields=tuple(text_fields),
+        original_choice_order=tuple(order) if order is not None else None,
+        folder=path.parent.name if path.parent.name != name else None,
+        report_title=data.get("report_title"), order=data.get("order"), report_order=data.get("report_order"),
+        fields=dict(fields_), stock=stock, no_stock=no_stock, original_stem=data.get("original_stem"),
+        promptsource=promptsource, spec_file=str(path),
+    )
+
+
+def read_task_specs(root: Path = TASKS_DIR) -> dict[str, TaskSpec]:
+    """Every ``<root>/<folder>/task_spec.yaml``, by name, in ``order`` (unordered ones after, by name)."""
+    specs = [_read_spec(path) for path in sorted(root.glob(f"*/{SPEC_FILE}"))]
+    specs.sort(key=lambda s: (s.order is None, s.order if s.order is not None else 0, s.name))
+    return {spec.name: spec for spec in specs}
+
+
+def _ordered_by(specs: Mapping[str, TaskSpec], key: str) -> tuple[str, ...]:
+    ranked = sorted(specs.values(), key=lambda s: (getattr(s, key) is None, getattr(s, key) or 0, s.name))
+    return tuple(s.name for s in ranked)
+
+
+TASK_SPECS: dict[str, TaskSpec] = read_task_specs()
+
+# The aggregate tables' column order: the paper's (Tables 3-6), then tasks without a report_order.
+REPORT_ORDER: tuple[str, ...] = _ordered_by(TASK_SPECS, "report_order")
 
 TASK_TYPES: dict[str, tuple[str, ...]] = {
-    kind: tuple(s.name for s in TASK_SPECS.values() if s.kind == kind) for kind in ("cls", "mcq", "gqa")
+    kind: tuple(s.name for s in TASK_SPECS.values() if s.kind == kind) for kind in TASK_KINDS
 }
 
 

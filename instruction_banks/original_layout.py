@@ -24,28 +24,15 @@ import re
 from pathlib import Path
 from typing import Any, Iterable
 
+from instructeval_tasks.selection_methods import SELECTION_METHODS
+from instructeval_tasks.specs import TASK_SPECS
+
 from .schema import BankEntry, normalize_text, text_problems
 
-METHOD_DIRS = {
-    "no_instruction": "null",
-    "generic_instruction": "generic",
-    "manual": "promptsource",
-    "chat_gpt_prompts": "adhoc",
-    "low_perplexity_prompts": "low_perplexity",
-    "ape": "ape",
-    "rlprompt": "rlprompt",
-}
-TASK_STEMS = {
-    "ag_news": "agnews",
-    "anli": "anli",
-    "boolq": "boolq",
-    "imdb": "imdb",
-    "tweet_emotion": "emotion",
-    "cosmos_qa": "cosmosqa",
-    "hellaswag": "hellaswag",
-    "nq_open": "nq_open",
-    "trivia_qa": "triviaqa",
-}
+# original instructions/<dir>/ name -> method id (the selection-method registry)
+METHOD_DIRS = {m.original_dir: m.name for m in SELECTION_METHODS.values() if m.original_dir}
+# original file stem -> task id (each task's task_spec.yaml ``original_stem``)
+TASK_STEMS = {spec.original_stem: name for name, spec in TASK_SPECS.items() if spec.original_stem}
 # task id -> original file stem
 TASK_TO_STEM = {task: stem for stem, task in TASK_STEMS.items()}
 

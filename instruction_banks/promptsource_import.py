@@ -52,6 +52,8 @@ from typing import Any, Iterator
 
 import yaml
 
+from instructeval_tasks.specs import TASK_SPECS
+
 PROMPTSOURCE_VERSION = "0.2.3"
 SDIST_NAME = f"promptsource-{PROMPTSOURCE_VERSION}.tar.gz"
 SOURCE_NOTE = (
@@ -64,29 +66,18 @@ LICENSE_NOTE = (
     "instruction_banks/promptsource_import.py"
 )
 
-# task id -> template folders to try, first present wins.
+# task id -> template folders to try, first present wins; notes; field nouns: each task's
+# task_spec.yaml (``promptsource:``).
 TASK_SOURCES: dict[str, tuple[str, ...]] = {
-    "agnews": ("ag_news",),
-    "anli": ("anli",),
-    "boolq": ("super_glue/boolq", "boolq"),
-    "imdb": ("imdb",),
-    "emotion": ("tweet_eval/emotion",),
-    "cosmosqa": ("cosmos_qa",),
-    "hellaswag": ("hellaswag",),
-    "nq_open": ("nq_open", "natural_questions"),
-    "triviaqa": ("trivia_qa/rc", "trivia_qa/rc.nocontext", "trivia_qa/unfiltered", "trivia_qa/unfiltered.nocontext"),
+    name: tuple(spec.promptsource["templates"]) for name, spec in TASK_SPECS.items() if spec.promptsource
 }
-TASK_NOTES = {
-    "triviaqa": "promptsource 0.2.3 has no trivia_qa/rc templates; trivia_qa/unfiltered is used "
-    "(same questions and answer aliases).",
-}
+TASK_NOTES = {name: spec.promptsource["note"] for name, spec in TASK_SPECS.items()
+              if spec.promptsource and spec.promptsource.get("note")}
 
 # How a field placeholder inside a sentence is named ("the <noun>"); per task, then generic.
 FIELD_NOUNS: dict[str, dict[str, str]] = {
-    "agnews": {"text": "article"},
-    "imdb": {"text": "review"},
-    "emotion": {"text": "tweet"},
-    "hellaswag": {"ctx": "sentence", "ctx_a": "description", "ctx_b": "description"},
+    **{name: dict(spec.promptsource["field_nouns"]) for name, spec in TASK_SPECS.items()
+       if spec.promptsource and spec.promptsource.get("field_nouns")},
     "*": {"premise": "premise", "hypothesis": "hypothesis", "passage": "passage", "question": "question",
           "context": "context", "text": "text", "answer_choices": "options"},
 }

@@ -290,8 +290,9 @@ def stock_ready(pending: list[StockRun], remaining: Mapping[str, int]) -> list[S
     """Remove and return the pending stock runs whose InstructEval task has no variant left to run.
 
         >>> from instructeval_tasks.leaderboard_map import load_leaderboard_map
-        >>> runs = [plan_stock_run(c, test_sample=4, test_seed=0, data_dir=None, model_meta={})
-        ...         for c in load_leaderboard_map()[0].values()][:2]
+        >>> counterparts = load_leaderboard_map()[0]
+        >>> runs = [plan_stock_run(counterparts[t], test_sample=4, test_seed=0, data_dir=None, model_meta={})
+        ...         for t in ("hellaswag", "boolq")]
         >>> [r.name for r in stock_ready(runs, {"hellaswag": 1, "boolq": 0})], [r.name for r in runs]
         (['boolq'], ['hellaswag'])
     """
