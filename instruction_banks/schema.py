@@ -26,10 +26,12 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 import yaml
+from instructeval_tasks.selection_methods import SELECTION_METHODS
+
 from .bank_errors import TEMPLATE_SYNTAX, BankError  # noqa: F401  (re-exported)
 
 # The seven methods of the paper, in its display order.
-PAPER_METHODS = ("null", "generic", "promptsource", "adhoc", "low_perplexity", "ape", "rlprompt")
+PAPER_METHODS = tuple(SELECTION_METHODS)  # the paper's seven, in its row order
 ALL_TASKS = "all"
 METHOD_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 FILE_KEYS = frozenset({"schema", "method", "tasks", "model", "provenance", "entries", "description"})

@@ -31,7 +31,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "skips finished tasks. Use them with: instructeval run --bank-dir <output> --methods low_perplexity,ape,rlprompt."
         ),
     )
-    parser.add_argument("--method", required=True, choices=("low_perplexity", "ape", "execution_accuracy", "rlprompt"))
+    from instructeval_tasks.induce.registry import INDUCERS
+
+    parser.add_argument("--method", required=True, choices=tuple(INDUCERS),
+                        help="; ".join(f"{i.name}: {i.summary}" for i in INDUCERS.values()))
     parser.add_argument("--model", required=True, help="harness backend: hf, vllm, ...")
     parser.add_argument("--model_args", "--model-args", dest="model_args", default="", help="backend arguments, as for lm_eval")
     parser.add_argument("--tasks", required=True, help="comma list of task ids (agnews,hellaswag,..., ii_antonyms,...), 'all' (the nine) or 'instructeval_ii' (the 24)")

@@ -97,3 +97,38 @@ def execution_accuracy(
         metric = key
         scores.append(float(found[f"{key},none"]))
     return scores, metric
+
+
+# ------------------------------------------------------------------------------ bank writer
+
+def induce_execution_accuracy(lm, job) -> tuple[str, str]:
+    """The execution accuracy of every entry of ``job``'s pool: ``(JSON text, one-line summary)``."""
+    import json
+
+    from .common import exec_slice_ids, model_meta, rounded
+    from .provenance import provenance_head
+
+    spec, rows, source, label, settings = job.spec, job.rows, job.source, job.label, job.settings
+    settings_fp, model, args_dict, pool = job.settings_fp, job.model, job.args_dict, job.pool
+
+    exec_ids = exec_slice_ids(spec, rows, settings.n_exec, settings.exec_seed)
+    scores, metric = execution_accuracy(
+        lm, spec, [(e.method, e.text) for e in pool], [rows[i] for i in exec_ids],
+        truncate_words=settings.truncate_words, model_meta=model_meta(args_dict),
+    )
+    data = provenance_head(
+        "execution_accuracy", "computed by `instructeval induce --method execution_accuracy`", EXEC_DEFINITION,
+        model=model, args_dict=args_dict, label=label, source=source, rows=rows, settings=settings, settings_fp=settings_fp,
+    )
+    data["task"] = spec.name
+    data["metric"] = metric
+    data["exec_slice"] = {
+        "rng": f"random.Random('instructeval-induce:exec-slice:{spec.name}:{settings.exec_seed}')"
+               + (", class-balanced" if spec.balanced else ", uniform"),
+        "train_indices": exec_ids,
+    }
+    data["entries"] = [
+        {**entry.record(), "execution_accuracy": rounded(score)} for entry, score in zip(pool, scores)
+    ]
+    best = max(zip(pool, scores), key=lambda pair: pair[1])
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n", f"{len(pool)} instructions; best {metric}={best[1]:.3f}: {best[0].text[:60]!r}"

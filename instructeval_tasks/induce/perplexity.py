@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from .common import InduceError, PoolEntry
@@ -124,3 +125,65 @@ def score_perplexity(lm: Any, pool: Sequence[PoolEntry], blocks: Sequence[str]) 
 def select_lowest(scores: Sequence[PerplexityScore], k: int) -> list[PerplexityScore]:
     """The ``k`` lowest-perplexity candidates, lowest first (a stable sort: ties keep pool order)."""
     return sorted(scores, key=lambda s: s.perplexity)[:k]
+
+
+# ------------------------------------------------------------------------------ bank writer
+
+def induce_low_perplexity(lm, job) -> tuple[str, str]:
+    """The low-perplexity bank of ``job``'s task: ``(bank text, one-line summary)``."""
+    import tempfile
+
+    from instructeval_banks.writer import dump_bank
+
+    from .common import make_task, model_meta, perplexity_input_ids, rounded, write_rows_dir
+    from .provenance import provenance_head
+
+    spec, rows, source, label, settings = job.spec, job.rows, job.source, job.label, job.settings
+    settings_fp, model, args_dict, pool = job.settings_fp, job.model, job.args_dict, job.pool
+
+    ids = perplexity_input_ids(spec, rows, settings.n_inputs, settings.input_seed)
+    with tempfile.TemporaryDirectory(prefix="instructeval-ppl-") as tmp:
+        data = write_rows_dir(Path(tmp), spec, [rows[i] for i in ids])
+        view = make_task(spec, data_dir=data, name=f"{spec.task_name}__induce_ppl_view",
+                         truncate_words=settings.truncate_words, model_meta=model_meta(args_dict))
+        blocks = [view.doc_to_text(doc) for doc in view.eval_docs]
+    scores = score_perplexity(lm, pool, blocks)
+    best = select_lowest(scores, settings.k)
+    rank = {id(s): r for r, s in enumerate(best)}
+    entries = [
+        {
+            "id": f"low_perplexity-{spec.name}-{label}-{r}",
+            "text": s.entry.text,
+            "perplexity": rounded(s.perplexity),
+            "log_perplexity": rounded(s.log_perplexity),
+            "source_method": s.entry.method,
+            "source_id": s.entry.id,
+        }
+        for r, s in enumerate(best)
+    ]
+    provenance = provenance_head(
+        "low_perplexity",
+        "computed by `instructeval induce --method low_perplexity`: SPELL (Gonen et al. 2022, 'Demystifying "
+        "Prompts in Language Models via Perplexity Estimation'), the lowest-perplexity candidates for this model",
+        PPL_DEFINITION, model=model, args_dict=args_dict, label=label, source=source, rows=rows,
+        settings=settings, settings_fp=settings_fp,
+    )
+    provenance["inputs"] = {
+        "rng": f"random.Random('instructeval-induce:ppl-inputs:{spec.name}:{settings.input_seed}')"
+               + (", class-balanced" if spec.balanced else ", uniform"),
+        "train_indices": ids,
+        "tokens_per_text": {"min": min(min(s.tokens) for s in scores), "max": max(max(s.tokens) for s in scores)},
+    }
+    provenance["candidate_pool"] = [
+        {**s.entry.record(), "perplexity": rounded(s.perplexity), "log_perplexity": rounded(s.log_perplexity),
+         "selected_rank": rank.get(id(s))}
+        for s in scores
+    ]
+    text = dump_bank(
+        method="low_perplexity", tasks=[spec.name], model=label, provenance=provenance, entries=entries,
+        description=f"The {len(entries)} lowest-perplexity instructions for {spec.title} under {label}, lowest first.",
+        comment=f"Low Perplexity (SPELL) instructions for {spec.name}, model {label}. Written by `instructeval induce`;"
+                f" regenerate rather than edit.",
+    )
+    top = best[0]
+    return text, f"{len(pool)} candidates x {len(ids)} inputs; lowest ppl {top.perplexity:.2f}: {top.entry.text[:60]!r}"

@@ -24,9 +24,11 @@ def discard_checkpoint(path: Path) -> None:
     checkpoint_path(path).unlink(missing_ok=True)
 
 
-def induce_rlprompt(lm, *, spec, rows, source, label, settings, settings_fp, model, args_dict, pool, path: Path,
-                    overwrite: bool, progress: bool, echo) -> tuple[str, str]:
+def induce_rlprompt(lm, job) -> tuple[str, str]:
     """Train (or resume), rank, and return ``(bank text, one-line summary)``; see ``rlprompt_train``."""
+    spec, rows, source, label, settings = job.spec, job.rows, job.source, job.label, job.settings
+    settings_fp, model, args_dict, path = job.settings_fp, job.model, job.args_dict, job.path
+    overwrite, progress, echo = job.overwrite, job.progress, job.echo
     from instructeval_banks.writer import dump_bank
 
     from .provenance import provenance_head
