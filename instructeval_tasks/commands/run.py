@@ -97,7 +97,7 @@ OVERRIDE_KEYS = (
 
 def run(args: argparse.Namespace) -> int:
     from instructeval_tasks.errors import UserError
-    from instructeval_tasks.sweep import run_sweep
+    from instructeval_tasks.sweep import SweepOptions, run_sweep
     from instructeval_tasks.sweep.budget import DEFAULT_FULL_METHODS, DEFAULT_MIN_ITEMS, Budget
 
     batch_size = int(args.batch_size) if str(args.batch_size).isdigit() else args.batch_size
@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
         budget = Budget(args.budget, seed=args.budget_seed, min_items=min_items, full_methods=full)
     elif args.budget_seed or args.budget_min_items is not None or args.budget_full_methods is not None:
         raise UserError("--budget-seed, --budget-min-items and --budget-full-methods only apply with --budget F")
-    report = run_sweep(
+    report = run_sweep(SweepOptions(
         model=args.model,
         model_args=args.model_args,
         tasks=args.tasks,
@@ -136,6 +136,6 @@ def run(args: argparse.Namespace) -> int:
         leaderboard_tasks=args.leaderboard_tasks,
         leaderboard_map=args.leaderboard_map,
         budget=budget,
-    )
+    ))
     print(f"{report.planned} planned, {report.skipped} skipped (done), {report.evaluated} evaluated: {report.output_dir}")
     return 0

@@ -19,7 +19,7 @@ _LAZY = {
     "RUN_LOCK": "lock", "STORE_LOCK": "lock", "OutputLocked": "lock", "RunLock": "lock", "shard_lock_name": "lock",
     "Variant": "plan", "build_plan": "plan",
     "PROFILES": "profiles", "SETTINGS": "profiles", "Profile": "profiles", "get_profile": "profiles",
-    "SweepReport": "runner", "run_sweep": "runner",
+    "SweepReport": "runner", "run_sweep": "runner", "SweepOptions": "sweep_options",
 }
 
 __all__ = sorted(_LAZY)

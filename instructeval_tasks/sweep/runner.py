@@ -10,9 +10,10 @@ who evaluates the chunks: this process (``local``, the default) or a pool of Ray
 parts of the plan (``shards``).
 
 Example:
-    >>> report = run_sweep(model="hf", model_args="pretrained=models/smollm2",
-    ...                    tasks=["agnews"], methods=["null", "generic"], profile="quick",
-    ...                    data_dir="../shared/data", output="out/sweep")   # doctest: +SKIP
+    >>> options = SweepOptions(model="hf", model_args="pretrained=models/smollm2",
+    ...                        tasks=["agnews"], methods=["null", "generic"], profile="quick",
+    ...                        data_dir="../shared/data", output="out/sweep")
+    >>> report = run_sweep(options)   # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -49,10 +50,11 @@ from .executor_registry import make_executor
 from .interrupts import StopRequests
 from .lock import RunLock, shard_lock_name
 from .shards import ClaimingQueue, ShardSpec
+from .sweep_options import SweepOptions
 from .store import SweepStore, check_folder_name, check_output, model_label_from_args
 from .validate import check_backend, check_batch_size, check_max_batch_size, parse_model_args, resolve_names
 
-__all__ = ["SweepReport", "parse_model_args", "resolve_names", "run_sweep"]
+__all__ = ["SweepOptions", "SweepReport", "parse_model_args", "resolve_names", "run_sweep"]
 
 log = logging.getLogger(__name__)
 
@@ -136,43 +138,32 @@ def _primary(result: dict[str, Any]) -> tuple[str, float | None]:
     return "?", None
 
 
-def run_sweep(
-    *,
-    model: str,
-    model_args: str | dict | None,
-    tasks: list[str] | str,
-    methods: list[str] | str,
-    output: str | Path,
-    profile: str | Profile = "quick",
-    overrides: dict[str, Any] | None = None,
-    data_dir: str | None = None,
-    bank_dir: str | list[str] | None = None,
-    model_label: str | None = None,
-    batch_size: int | str = 8,
-    max_batch_size: int | None = None,
-    device: str | None = None,
-    lm: Any = None,
-    log_samples: bool = True,
-    dry_run: bool = False,
-    progress: bool = True,
-    echo: Callable[[str], None] | None = None,
-    lock_wait: float | None = None,
-    executor: str = "local",
-    workers: int | None = None,
-    ray_address: str | None = None,
-    worker_resources: str | dict | None = None,
-    shard: str | ShardSpec | None = None,
-    leaderboard_tasks: str | None = None,
-    leaderboard_map: str | None = None,
-    budget: float | Budget | None = None,
-) -> SweepReport:
+def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: Callable[[str], None] | None = None,
+              **fields: Any) -> SweepReport:
     """Run (or resume) a sweep; see the module docstring. Returns a ``SweepReport``.
+
+    Args:
+        options: what to evaluate (``SweepOptions``); or give its fields as keywords instead
+            (``run_sweep(model="hf", tasks="agnews", ...)``), which builds the same object.
+        lm: an already-loaded harness model (``lm_eval.api.model.LM``), used instead of loading ``model``.
+        echo: where the progress lines go (default: stderr).
 
     ``executor="ray"`` with ``workers=N`` evaluates the chunks on N Ray actors (see ``ray_executor``;
     ``ray_address`` joins a cluster, ``worker_resources`` are each actor's Ray resources); the results
     are those of the local executor. ``shard="I/N"`` runs the I-th of N parts of the plan (see
     ``shards``); shards of one command may run at once on one ``output``.
     """
+    if options is None:
+        options = SweepOptions(**fields)
+    elif fields:
+        raise TypeError(f"run_sweep takes a SweepOptions or keywords, not both (got {sorted(fields)})")
+    o = options
+    model, model_args, tasks, methods, output = o.model, o.model_args, o.tasks, o.methods, o.output
+    profile, overrides, data_dir, bank_dir, model_label = o.profile, o.overrides, o.data_dir, o.bank_dir, o.model_label
+    batch_size, max_batch_size, device, log_samples = o.batch_size, o.max_batch_size, o.device, o.log_samples
+    dry_run, progress, lock_wait, executor, workers = o.dry_run, o.progress, o.lock_wait, o.executor, o.workers
+    ray_address, worker_resources, shard, budget = o.ray_address, o.worker_resources, o.shard, o.budget
+    leaderboard_tasks, leaderboard_map = o.leaderboard_tasks, o.leaderboard_map
     import datasets
 
     start = time.monotonic()
