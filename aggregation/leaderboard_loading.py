@@ -12,7 +12,6 @@ leaderboard-metric`` naming the file and metric (that result is dropped, the res
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +19,7 @@ from typing import Any, Iterable, Mapping
 
 from .issues import IssueLog
 from .json_input import BadJson, parse_json_bytes
-from .loading import expand_paths, find_samples, label_from_pretrained, parse_model_args, results_stamp
+from .loading import expand_paths, is_accuracy, find_samples, label_from_pretrained, parse_model_args, results_stamp
 from .result_formats import OPEN_LLM_V1, results_format, stock_tasks, v1_items, v1_model, v1_task
 
 
@@ -93,7 +92,7 @@ def read_stock_file(path: Path, known: Mapping[str, tuple[str, str]], issues: Is
         if filt is None:
             issues.error("leaderboard-metric", f"stock task {name}: no {metric!r} value in results (keys: {sorted(result)})", file, name)
             continue
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not 0 <= value <= 1:
+        if not is_accuracy(value):
             issues.error("leaderboard-metric", f"stock task {name}: {metric}={value!r} is not an accuracy in [0, 1]; not compared", file, name)
             continue
         model = _model_name(data, record is not None)
@@ -146,7 +145,7 @@ def read_open_llm_v1(data: Mapping[str, Any], file: str, known: Mapping[str, tup
             continue
         task, metric = known[name]
         value = result.get(metric) if isinstance(result, Mapping) else None
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not 0 <= value <= 1:
+        if not is_accuracy(value):
             shown = f"no {metric!r} value" if value is None else f"{metric}={value!r} is not an accuracy in [0, 1]"
             issues.error("leaderboard-metric", f"stock task {name} (Open LLM Leaderboard v1 {key}): {shown}; not compared", file, name)
             continue

@@ -39,6 +39,15 @@ from .records import RunInfo, RunSet, VariantResult
 from .result_formats import FORMATS_READ, LM_EVAL, OPEN_LLM_V1, is_open_llm_v2, is_stock_results, results_format
 from .validation import check_instructions, check_protocol, deduplicate
 
+
+def is_accuracy(value: Any) -> bool:
+    """A finite number in [0, 1] (not a bool): what every compared or aggregated metric must be.
+
+        >>> is_accuracy(0.5), is_accuracy(True), is_accuracy(float("nan")), is_accuracy(50)
+        (True, False, False, False)
+    """
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value) and 0 <= value <= 1
+
 TASK_KINDS = ("cls", "mcq", "gqa")
 _STAMP_RE = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?")
 
@@ -177,7 +186,7 @@ def _metric_values(result: Mapping[str, Any], issues: IssueLog, file: str, name:
         else:
             issues.warn("ambiguous-filter", f"{metric}: several filters {sorted(by_filter)} and none is 'none'; ignored", file, name)
             continue
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not 0 <= value <= 1:
+        if not is_accuracy(value):
             issues.warn("bad-metric", f"{metric}={value!r} is not an accuracy in [0, 1]; ignored", file, name)
             continue
         out[metric] = float(value)

@@ -136,7 +136,7 @@ def load_lm(name: str, model_dir: str | Path, batch_size: int, dtype: str, extra
 def task_objects(task: str, variants: list[dict[str, Any]], *, data_dir: str | Path, model_dir: str | Path,
                  items: int) -> list:
     """``InstructEvalTask`` objects of one task, one per variant dict (name, num_fewshot, metadata keys)."""
-    from instructeval_tasks.sweep.chunk import base_task_config
+    from instructeval_tasks.task import base_task_config
     from instructeval_tasks.task import InstructEvalTask
 
     base = base_task_config(task)

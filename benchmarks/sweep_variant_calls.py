@@ -38,7 +38,8 @@ def main() -> int:
 
     from instructeval_tasks import object_task_manager
     from instructeval_tasks.sweep import build_plan, get_profile
-    from instructeval_tasks.sweep.chunk import base_task_config, evaluate_chunk, load_model, variant_config
+    from instructeval_tasks.sweep.chunk import evaluate_chunk, load_model, variant_config
+    from instructeval_tasks.task import base_task_config
     from instructeval_tasks.task import InstructEvalTask
 
     datasets.disable_progress_bars()

@@ -252,3 +252,21 @@ class InstructEvalTask(ConfigurableTask):
         cfg = super().dump_config()
         cfg["metadata"] = {**(cfg.get("metadata") or {}), **self.protocol_record()}
         return cfg
+
+
+def base_task_config(task: str) -> dict[str, Any]:
+    """The task's harness YAML with its includes and ``!function`` tags resolved: the template of
+    every in-memory variant (sweep, induction views, stock counterparts)."""
+    from lm_eval.tasks._yaml_loader import load_yaml
+
+    from . import TASKS_DIR
+
+    return load_yaml(TASKS_DIR / get_spec(task).yaml_path, resolve_func=True)
+
+
+def build_task(config: dict[str, Any]) -> ConfigurableTask:
+    """The harness task of a resolved config: its YAML's ``class`` (Instruction Induction has its
+    own), else :class:`InstructEvalTask`. ``config`` is not changed."""
+    config = dict(config)
+    task_class = config.pop("class", None) or InstructEvalTask
+    return task_class(config=config)

@@ -7,7 +7,6 @@ and no traceback. The cases run a few at a time (most fail before any heavy impo
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys

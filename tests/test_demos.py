@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
-from pathlib import Path
 
 import pytest
 

@@ -257,7 +257,7 @@ def induce_ape(lm, job) -> tuple[str, str]:
     from .provenance import provenance_head
 
     spec, rows, source, label, settings = job.spec, job.rows, job.source, job.label, job.settings
-    settings_fp, model, args_dict, pool = job.settings_fp, job.model, job.args_dict, job.pool
+    settings_fp, model, args_dict = job.settings_fp, job.model, job.args_dict
 
     exec_ids = exec_slice_ids(spec, rows, settings.n_exec, settings.exec_seed)
     sets = demo_set_ids(spec, rows, n_sets=settings.n_demo_sets, n_demos=settings.n_demos,

@@ -24,7 +24,6 @@ are exactly the sweep's.
 
 from __future__ import annotations
 
-import copy
 import json
 import random
 import re
@@ -67,7 +66,7 @@ def load_train_rows(spec: TaskSpec, data_dir: str | Path | None) -> tuple[list[d
         dataset = load_local_split(root, spec, "train")
         source = str(root / spec.local_dir / "train.jsonl")
     else:
-        from ..sweep.chunk import base_task_config
+        from ..task import base_task_config
 
         cfg = base_task_config(spec.name)
         split = cfg.get("fewshot_split") or cfg.get("training_split")
@@ -153,11 +152,9 @@ def make_task(
     model_meta: Mapping[str, Any] | None = None,
 ):
     """An ``InstructEvalTask`` named ``name``: zero-shot, a literal ``instruction``, rows of ``data_dir``."""
-    from ..sweep.chunk import base_task_config
-    from ..task import InstructEvalTask
+    from ..task import base_task_config, build_task
 
-    cfg = copy.copy(base_task_config(spec.name))
-    task_class = cfg.pop("class", None) or InstructEvalTask  # the YAML's class (Instruction Induction: its own)
+    cfg = base_task_config(spec.name)
     cfg.pop("tag", None)
     cfg["task"] = name
     cfg["num_fewshot"] = 0
@@ -172,7 +169,7 @@ def make_task(
     if method is not None and instruction.strip():
         meta["method"] = method
     cfg["metadata"] = meta
-    return task_class(config=cfg)
+    return build_task(cfg)
 
 
 _FIELD_LABEL = re.compile(r"^[A-Z][A-Za-z/ ]*: ")

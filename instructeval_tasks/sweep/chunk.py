@@ -14,20 +14,13 @@ from dataclasses import dataclass
 from itertools import groupby
 from typing import Any, Callable
 
-from .. import TASKS_DIR, object_task_manager
+from .. import object_task_manager
 from ..specs import get_spec
 from .budget import BUDGET_KEY
 from .env_info import environment_info_once
 from .plan import Variant, fingerprint
 from .profiles import Profile
 from .validate import parse_model_args
-
-
-def base_task_config(task: str) -> dict[str, Any]:
-    """The task's YAML with includes and ``!function`` resolved (the in-memory variant template)."""
-    from lm_eval.tasks._yaml_loader import load_yaml
-
-    return load_yaml(TASKS_DIR / get_spec(task).yaml_path, resolve_func=True)
 
 
 def variant_config(base: dict[str, Any], variant: Variant, profile: Profile, metadata: dict[str, Any]) -> dict[str, Any]:
@@ -184,7 +177,7 @@ def evaluate_chunk(
     """
     import lm_eval
 
-    from ..task import InstructEvalTask
+    from ..task import base_task_config, build_task
 
     parts: list[dict[str, Any]] = []
     samples: dict[str, list[dict]] = {}
@@ -192,8 +185,7 @@ def evaluate_chunk(
         for variant in variants:
             started = time.monotonic()
             base = bases.setdefault(variant.task, base_task_config(variant.task))
-            task_class = base.get("class") or InstructEvalTask  # the YAML's class (Instruction Induction: its own)
-            task = task_class(config=variant_config(base, variant, profile, metadata[variant.name]))
+            task = build_task(variant_config(base, variant, profile, metadata[variant.name]))
             budget = metadata[variant.name].get(BUDGET_KEY)
             # A budgeted variant evaluates its cells through the harness's own doc selection
             # (``lm_eval --samples``); the logged doc_id stays the item's position in the test sample.

@@ -147,7 +147,7 @@ def data_identity(task: str, data_dir: str | None) -> dict[str, Any]:
                 )
             out[f"{which}_sha256"] = sha256_of(path)
         return out
-    from .chunk import base_task_config  # the YAML names the hub dataset
+    from ..task import base_task_config  # the YAML names the hub dataset
 
     cfg = base_task_config(task)
     kwargs = cfg.get("dataset_kwargs") or {}

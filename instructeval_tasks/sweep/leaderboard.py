@@ -150,7 +150,7 @@ class LeaderboardStockTask(ConfigurableTask):
         super().__init__(config=config)
 
     def download(self, dataset_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
-        from .chunk import base_task_config
+        from ..task import base_task_config
 
         record = self.run.metadata["leaderboard"]
         ours = base_task_config(self.spec.name)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import random
 import re
-from pathlib import Path
 
 from instructeval_aggregation import aggregate, load_runs, write_report
 from instructeval_aggregation.csv_cells import safe_frame, safe_text

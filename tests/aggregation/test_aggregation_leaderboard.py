@@ -28,7 +28,6 @@ from pathlib import Path
 import pytest
 
 from instructeval_aggregation.cli import main as aggregate_main
-from instructeval_aggregation.issues import IssueLog
 from instructeval_aggregation.leaderboard import (
     ONE_MODEL_NOTE,
     kendall_tau_b,

@@ -15,7 +15,7 @@ import instructeval_aggregation.report as report_module
 from instructeval_aggregation import aggregate, load_runs, write_report
 from instructeval_aggregation.issues import AggregationError
 from instructeval_aggregation.output_dir import check_out_dir
-from instructeval_aggregation.testing import SyntheticVariant, grid, sweep_record, write_run
+from instructeval_aggregation.testing import grid, sweep_record, write_run
 from instructeval_tasks.cli import main as cli_main
 
 

@@ -1,7 +1,7 @@
 """Fixtures of the ``instructeval-hf`` backend tests: tiny offline models and stock/new LM pairs.
 
 The tiny GPT-2 (byte-level BPE, BOS = EOS, never added) comes from the shared ``tiny_model_dir``
-fixture of ``tests/conftest.py``. Here we add two 2-layer Llama models sharing random weights,
+fixture of ``tests/conftest.py``. Here we add 2-layer Llama, Gemma 3 and Qwen2 models (``build_tiny_lm``): two Llamas sharing random weights,
 with a SentencePiece-style tokenizer (``▁`` word boundaries, prefixed to the first word only),
 one that adds ``<s>`` to every encoding (as Llama-2 / Gemma tokenizers do) and one that adds none
 (as SmolLM2 / Qwen do).
@@ -23,11 +23,10 @@ CORPUS = [
 ]
 
 
-def build_tiny_llama(out_dir: Path, *, bos: bool) -> Path:
-    """A 2-layer Llama (GQA, RoPE; random weights, seed 0) with a Metaspace BPE tokenizer."""
-    import torch
+def _tiny_tokenizer(*, bos: bool):
+    """A Metaspace BPE tokenizer trained on ``CORPUS``; with ``bos``, ``<s>`` starts every encoding."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+    from transformers import PreTrainedTokenizerFast
 
     specials = ["<unk>", "<s>", "</s>"]
     bpe = Tokenizer(models.BPE(unk_token="<unk>"))
@@ -40,14 +39,36 @@ def build_tiny_llama(out_dir: Path, *, bos: bool) -> Path:
         bpe.post_processor = processors.TemplateProcessing(
             single="<s> $A", pair="<s> $A <s> $B", special_tokens=[("<s>", bpe.token_to_id("<s>"))]
         )
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, bos_token="<s>", eos_token="</s>", unk_token="<unk>")
-    config = LlamaConfig(
-        vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
-        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-    )
+    return PreTrainedTokenizerFast(tokenizer_object=bpe, bos_token="<s>", eos_token="</s>", unk_token="<unk>")
+
+
+def build_tiny_lm(out_dir: Path, arch: str = "llama", *, bos: bool = False) -> Path:
+    """A 2-layer causal LM of ``arch`` (``llama``, ``gemma3`` or ``qwen2``: GQA, RoPE; random weights,
+    seed 0) with the tiny Metaspace tokenizer. Gemma 3 gets its mix of sliding and full attention
+    layers, with windows longer than the test sequences."""
+    import torch
+
+    tokenizer = _tiny_tokenizer(bos=bos)
+    common = dict(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+                  bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id)
+    if arch == "llama":
+        from transformers import LlamaConfig, LlamaForCausalLM
+
+        config, model_class = LlamaConfig(**common), LlamaForCausalLM
+    elif arch == "gemma3":
+        from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+
+        config = Gemma3TextConfig(**common, head_dim=16, sliding_window=128, layer_types=["sliding_attention", "full_attention"])
+        model_class = Gemma3ForCausalLM
+    elif arch == "qwen2":
+        from transformers import Qwen2Config, Qwen2ForCausalLM
+
+        config, model_class = Qwen2Config(**common), Qwen2ForCausalLM
+    else:
+        raise ValueError(f"no tiny {arch!r}; known: llama, gemma3, qwen2")
     torch.manual_seed(0)
-    model = LlamaForCausalLM(config)
+    model = model_class(config)
     model.eval()
     model.save_pretrained(out_dir)
     tokenizer.save_pretrained(out_dir)
@@ -58,9 +79,16 @@ def build_tiny_llama(out_dir: Path, *, bos: bool) -> Path:
 def tiny_llama_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("tiny_llama")
     return {
-        "llama-bos": build_tiny_llama(root / "bos", bos=True),
-        "llama-nobos": build_tiny_llama(root / "nobos", bos=False),
+        "llama-bos": build_tiny_lm(root / "bos", bos=True),
+        "llama-nobos": build_tiny_lm(root / "nobos", bos=False),
     }
+
+
+@pytest.fixture(scope="session")
+def tiny_arch_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Tiny Gemma 3 and Qwen2 models (the real small models' other architectures), no BOS."""
+    root = tmp_path_factory.mktemp("tiny_arch")
+    return {arch: build_tiny_lm(root / arch, arch) for arch in ("gemma3", "qwen2")}
 
 
 @pytest.fixture(scope="session")

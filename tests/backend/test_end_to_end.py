@@ -16,7 +16,7 @@ METRICS = ("acc,none", "acc_norm,none", "acc_per_token,none")
 
 
 def _agnews_tasks(data_dir, model_dir):
-    from instructeval_tasks.sweep.chunk import base_task_config
+    from instructeval_tasks.task import base_task_config
     from instructeval_tasks.task import InstructEvalTask
 
     base = base_task_config("agnews")

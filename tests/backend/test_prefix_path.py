@@ -33,45 +33,9 @@ def instances(args: list[tuple[str, str]]) -> list[Instance]:
     return [Instance("loglikelihood", {}, a, i) for i, a in enumerate(args)]
 
 
-def _tokenizer_dir(tiny_llama_dirs: dict[str, Path]) -> Path:
-    return tiny_llama_dirs["llama-nobos"]
-
-
-def build_tiny_arch(out_dir: Path, arch: str, tokenizer_dir: Path) -> Path:
-    """A 2-layer model of ``arch`` ("gemma3" or "qwen2"; random weights, seed 0) with the tiny tokenizer."""
-    import torch
-    from transformers import AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
-    common = dict(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
-                  bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id)
-    if arch == "gemma3":
-        from transformers import Gemma3ForCausalLM, Gemma3TextConfig
-
-        # Gemma 3's mix of sliding and full attention layers, with windows longer than the test sequences.
-        config = Gemma3TextConfig(**common, head_dim=16, sliding_window=128,
-                                  layer_types=["sliding_attention", "full_attention"])
-        model_class = Gemma3ForCausalLM
-    else:
-        from transformers import Qwen2Config, Qwen2ForCausalLM
-
-        config = Qwen2Config(**common)
-        model_class = Qwen2ForCausalLM
-    torch.manual_seed(0)
-    model = model_class(config)
-    model.eval()
-    model.save_pretrained(out_dir)
-    tokenizer.save_pretrained(out_dir)
-    return out_dir
-
-
 @pytest.fixture(scope="module")
-def arch_dirs(tmp_path_factory, tiny_llama_dirs) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("arch")
-    tok = _tokenizer_dir(tiny_llama_dirs)
-    return {"llama": tiny_llama_dirs["llama-nobos"], "gemma3": build_tiny_arch(root / "gemma3", "gemma3", tok),
-            "qwen2": build_tiny_arch(root / "qwen2", "qwen2", tok)}
+def arch_dirs(tiny_llama_dirs, tiny_arch_dirs) -> dict[str, Path]:
+    return {"llama": tiny_llama_dirs["llama-nobos"], **tiny_arch_dirs}
 
 
 @pytest.mark.parametrize("arch,model_type", [("llama", "llama"), ("gemma3", "gemma3_text"), ("qwen2", "qwen2")])
@@ -95,25 +59,22 @@ def test_real_architectures_take_the_prefix_path(arch_dirs, arch, model_type, ca
     assert new.path_summary() is None
 
 
-class _NoCacheForward:
-    """A causal LM wrapper whose forward names no KV cache argument (as custom model code may)."""
+def _without_cache_argument(model):
+    """``model`` with a forward that names no KV cache argument (as custom model code may)."""
+    inner = model.forward
 
-    @staticmethod
-    def wrap(model):
-        inner = model.forward
+    def forward(input_ids=None, attention_mask=None, **kwargs):
+        return inner(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
 
-        def forward(input_ids=None, attention_mask=None, **kwargs):
-            return inner(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
-
-        model.forward = forward
-        return model
+    model.forward = forward
+    return model
 
 
 def _no_cache_model(model_dir: Path):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype="float32")
-    return _NoCacheForward.wrap(model.eval()), AutoTokenizer.from_pretrained(model_dir)
+    return _without_cache_argument(model.eval()), AutoTokenizer.from_pretrained(model_dir)
 
 
 def test_a_fallback_is_announced_counted_recorded_and_summarised(arch_dirs, caplog):

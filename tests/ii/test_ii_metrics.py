@@ -5,7 +5,6 @@ reference copy is present, the same functions compared with the original on ever
 from __future__ import annotations
 
 import importlib.util
-import json
 from pathlib import Path
 
 import pytest

@@ -4,9 +4,7 @@ data errors and the recorded protocol."""
 
 from __future__ import annotations
 
-import json
 import random
-import shutil
 
 import lm_eval
 import pytest
@@ -14,7 +12,7 @@ import pytest
 import instructeval_tasks
 from instructeval_banks import load_bank
 from instructeval_tasks.errors import UserError
-from instructeval_tasks.ii.names import II_IDS, INDUCTION_TASKS, source_name
+from instructeval_tasks.ii.names import II_IDS, INDUCTION_TASKS
 from instructeval_tasks.ii.examples import build_rows
 
 

@@ -3,7 +3,6 @@ nothing, labels never leave --output, leftover temporary files are cleaned."""
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 import subprocess
