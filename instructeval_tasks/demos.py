@@ -61,7 +61,8 @@ class FixedDemoSampler(ContextSampler):
         if n not in self._cache:
             labels = self.pool[self.spec.label_field] if self.spec.balanced else None
             try:
-                ids = select_indices(labels, len(self.pool), n, self.demo_seed)
+                ids = select_indices(labels, len(self.pool), n, self.demo_seed,
+                                     classes=self.spec.classes if labels is not None else None)
             except ValueError as err:
                 raise ValueError(
                     f"{self.spec.task_name}: cannot draw {n} demonstrations from a train split of "

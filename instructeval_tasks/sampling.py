@@ -26,7 +26,12 @@ def balanced_counts(n: int, num_classes: int) -> list[int]:
     return [base] * (num_classes - extra) + [base + 1] * extra
 
 
-def balanced_indices(labels: Sequence[Hashable], n: int, seed: int, rng: random.Random | None = None) -> list[int]:
+class MissingClassError(ValueError):
+    """A class of the task has no rows in the split a class-balanced sample is drawn from."""
+
+
+def balanced_indices(labels: Sequence[Hashable], n: int, seed: int, rng: random.Random | None = None,
+                     classes: Sequence[Hashable] | None = None) -> list[int]:
     """Class-balanced sample of ``n`` row indices, shuffled, from ``random.Random(seed)``.
 
     For each class in ascending order (``False`` before ``True``), draw ``count`` indices with
@@ -39,9 +44,27 @@ def balanced_indices(labels: Sequence[Hashable], n: int, seed: int, rng: random.
 
     ``rng`` (optional) is used instead of a fresh ``random.Random(seed)``, so a caller can keep
     drawing from the same stream afterwards, as the original's permutation metric does.
+
+    ``classes`` (the task's declared classes): every one must have rows, else
+    :class:`MissingClassError` names the missing ones -- a split that lacks a class cannot give a
+    sample balanced over the task's classes.
+
+        >>> balanced_indices([0, 0, 2, 2], 2, seed=0, classes=[0, 1, 2])
+        Traceback (most recent call last):
+        ...
+        instructeval_tasks.sampling.MissingClassError: class 1 has no rows (the task's classes: 0, 1, 2); a class-balanced sample needs rows of every class
     """
     rng = rng if rng is not None else random.Random(seed)
-    classes = sorted(set(labels))
+    present = set(labels)
+    if classes is not None:
+        missing = [c for c in classes if c not in present]
+        if missing:
+            raise MissingClassError(
+                f"class{'es' if len(missing) > 1 else ''} {', '.join(map(repr, missing))} "
+                f"{'have' if len(missing) > 1 else 'has'} no rows (the task's classes: {', '.join(map(repr, classes))}); "
+                f"a class-balanced sample needs rows of every class"
+            )
+    classes = sorted(present)
     if not classes:
         raise ValueError("cannot sample from an empty split")
     rows_by_class: dict[Hashable, list[int]] = {c: [] for c in classes}
@@ -68,11 +91,12 @@ def uniform_indices(size: int, n: int, seed: int, rng: random.Random | None = No
 
 
 def select_indices(
-    labels: Sequence[Hashable] | None, size: int, n: int, seed: int, rng: random.Random | None = None
+    labels: Sequence[Hashable] | None, size: int, n: int, seed: int, rng: random.Random | None = None,
+    classes: Sequence[Hashable] | None = None,
 ) -> list[int]:
-    """Balanced over ``labels`` when given (classification), uniform otherwise."""
+    """Balanced over ``labels`` when given (classification; every one of ``classes`` present), uniform otherwise."""
     if labels is not None:
-        return balanced_indices(labels, n, seed, rng)
+        return balanced_indices(labels, n, seed, rng, classes)
     return uniform_indices(size, n, seed, rng)
 
 

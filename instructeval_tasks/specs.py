@@ -102,6 +102,18 @@ class TaskSpec:
         """Classification samples are class-balanced (original ``balanced_sampling=True``)."""
         return self.kind == "cls"
 
+    @property
+    def classes(self) -> tuple[Any, ...] | None:
+        """The task's declared classes (its label field's ``one_of``), which a balanced sample covers.
+
+            >>> get_spec("boolq").classes, get_spec("nq_open").classes
+            ((False, True), None)
+        """
+        declared = self.fields.get(self.label_field) if self.label_field else None
+        if isinstance(declared, Mapping) and "one_of" in declared:
+            return tuple(declared["one_of"])
+        return None
+
 
 _SPEC_KEYS = {
     "name": "the task id (instructeval_<name>, templates/<name>.j2, bank files <name>.yaml)",

@@ -29,7 +29,7 @@ from .demos import FixedDemoSampler
 from .instruction import resolve_instruction
 from .options import OptionError, TaskOptions
 from .perturbed import PerturbedText, add_perturbed_fields, perturbation_record
-from .sampling import select_indices, truncate_fields
+from .sampling import MissingClassError, select_indices, truncate_fields
 from .scoring import choice_predictions, continuation_token_count, first_line, quasi_exact_match
 from .specs import get_spec
 
@@ -147,7 +147,13 @@ class InstructEvalTask(ConfigurableTask):
         """The seeded ``test_sample`` of ``size`` rows (balanced over ``labels`` when given), kept in
         ``self._test_ids``; a sample larger than the rows is an :class:`OptionError` naming ``where``."""
         try:
-            self._test_ids = select_indices(labels, size, self.options.test_sample, self.options.test_seed)
+            self._test_ids = select_indices(labels, size, self.options.test_sample, self.options.test_seed,
+                                            classes=self.spec.classes if labels is not None else None)
+        except MissingClassError as err:
+            raise OptionError(
+                f"{self.spec.task_name}: metadata test_sample={self.options.test_sample} must be balanced over the "
+                f"task's classes, but in {where}: {err}. Add rows of the missing class to the eval data"
+            ) from None
         except ValueError as err:
             raise OptionError(
                 f"{self.spec.task_name}: metadata test_sample={self.options.test_sample} cannot be drawn from "
@@ -264,7 +270,7 @@ def base_task_config(task: str) -> dict[str, Any]:
     return load_yaml(TASKS_DIR / get_spec(task).yaml_path, resolve_func=True)
 
 
-def build_task(config: dict[str, Any]) -> ConfigurableTask:
+def task_from_config(config: dict[str, Any]) -> ConfigurableTask:
     """The harness task of a resolved config: its YAML's ``class`` (Instruction Induction has its
     own), else :class:`InstructEvalTask`. ``config`` is not changed."""
     config = dict(config)

@@ -349,3 +349,24 @@ def test_no_truncation_by_default(tiny_data_copy, tiny_rows):
     assert context == f"Review: {long_text}\nSentiment:"
     context, _ = render_prompt(build(data, "imdb", 0, truncate_words=100), 0)
     assert context == "Review: " + " ".join(f"word{i}" for i in range(100)) + "...\nSentiment:"
+
+
+def _write_split(folder, name, rows):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+
+
+def test_a_test_sample_is_balanced_over_the_tasks_classes_not_the_files(tiny_data_copy, tiny_rows):
+    """An eval file without a class cannot give a sample balanced over the task's four classes."""
+    rows = [r for r in tiny_rows["ag_news"]["eval"] if r["label"] != 3]
+    _write_split(tiny_data_copy / "ag_news", "eval.jsonl", rows)
+    with pytest.raises(Exception, match=r"test_sample=3 must be balanced over the task's classes.*class 3 has no rows"):
+        build(tiny_data_copy, "agnews", 0, test_sample=3)
+
+
+def test_demos_are_balanced_over_the_tasks_classes_not_the_files(tiny_data_copy, tiny_rows):
+    """A single-class train split used to give six 'World' demos without a word; now it is an error."""
+    rows = [r for r in tiny_rows["ag_news"]["train"] if r["label"] == 0]
+    _write_split(tiny_data_copy / "ag_news", "train.jsonl", rows * 6)
+    with pytest.raises(ValueError, match=r"cannot draw 6 demonstrations .*classes 1, 2, 3 have no rows \(the task's classes: 0, 1, 2, 3\)"):
+        render_prompt(build(tiny_data_copy, "agnews", 6), 0)

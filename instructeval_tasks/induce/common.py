@@ -86,7 +86,7 @@ def draw_rows(spec: TaskSpec, rows: Sequence[Mapping[str, Any]], pool: Sequence[
 
     labels = [rows[i][spec.label_field] for i in pool] if spec.balanced else None
     try:
-        positions = select_indices(labels, len(pool), n, 0, rng)
+        positions = select_indices(labels, len(pool), n, 0, rng, classes=spec.classes if labels is not None else None)
     except ValueError as err:
         raise InduceError(
             f"{spec.task_name}: cannot draw {n} rows for {what} from {len(pool)} train rows ({err}); use a smaller number"
@@ -152,7 +152,7 @@ def make_task(
     model_meta: Mapping[str, Any] | None = None,
 ):
     """An ``InstructEvalTask`` named ``name``: zero-shot, a literal ``instruction``, rows of ``data_dir``."""
-    from ..task import base_task_config, build_task
+    from ..task import base_task_config, task_from_config
 
     cfg = base_task_config(spec.name)
     cfg.pop("tag", None)
@@ -169,7 +169,7 @@ def make_task(
     if method is not None and instruction.strip():
         meta["method"] = method
     cfg["metadata"] = meta
-    return build_task(cfg)
+    return task_from_config(cfg)
 
 
 _FIELD_LABEL = re.compile(r"^[A-Z][A-Za-z/ ]*: ")

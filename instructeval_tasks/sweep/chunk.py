@@ -177,7 +177,7 @@ def evaluate_chunk(
     """
     import lm_eval
 
-    from ..task import base_task_config, build_task
+    from ..task import base_task_config, task_from_config
 
     parts: list[dict[str, Any]] = []
     samples: dict[str, list[dict]] = {}
@@ -185,7 +185,7 @@ def evaluate_chunk(
         for variant in variants:
             started = time.monotonic()
             base = bases.setdefault(variant.task, base_task_config(variant.task))
-            task = build_task(variant_config(base, variant, profile, metadata[variant.name]))
+            task = task_from_config(variant_config(base, variant, profile, metadata[variant.name]))
             budget = metadata[variant.name].get(BUDGET_KEY)
             # A budgeted variant evaluates its cells through the harness's own doc selection
             # (``lm_eval --samples``); the logged doc_id stays the item's position in the test sample.

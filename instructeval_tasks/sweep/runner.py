@@ -86,7 +86,7 @@ def preflight(plan: list[Variant], profile: Profile, metadata: dict[str, dict[st
     them): the gold label of classification and multiple-choice items, one class for the others;
     else an empty dict.
     """
-    from ..task import base_task_config, build_task
+    from ..task import base_task_config, task_from_config
 
     bases: dict[str, dict[str, Any]] = {}
     seen: set[tuple[str, str]] = set()
@@ -96,7 +96,7 @@ def preflight(plan: list[Variant], profile: Profile, metadata: dict[str, dict[st
             continue
         seen.add((variant.task, variant.setting))
         base = bases.setdefault(variant.task, base_task_config(variant.task))
-        task = build_task(variant_config(base, variant, profile, metadata[variant.name]))
+        task = task_from_config(variant_config(base, variant, profile, metadata[variant.name]))
         if classes and variant.task not in labels:
             kind = get_spec(variant.task).kind
             labels[variant.task] = [task.doc_to_target(doc) if kind in ("cls", "mcq") else 0 for doc in task.eval_docs]
