@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 import json
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 from .issues import IssueLog
 from .records import VariantResult
@@ -28,14 +28,64 @@ def _same_numbers(a: VariantResult, b: VariantResult, tol: float = 1e-12) -> boo
     return all(k in a.metrics and k in b.metrics and abs(a.metrics[k] - b.metrics[k]) <= tol for k in keys)
 
 
+def _budget_of(variant: VariantResult) -> Mapping[str, Any] | None:
+    budget = variant.metadata.get("budget")
+    return budget if isinstance(budget, Mapping) else None
+
+
+def _budget_text(budget: Mapping[str, Any]) -> str:
+    return f"--budget {budget.get('fraction')} seed {budget.get('seed')}"
+
+
+def _exact_over_budgeted(copies: list[VariantResult], issues: IssueLog) -> list[VariantResult]:
+    """Copies of one variant, never merging a budgeted result (an estimate) with an exact one.
+
+    An exact copy wins over budgeted copies (an ``error budget-duplicate`` names both: equal headline
+    numbers prove nothing, the budgeted one saw a part of the items); budgeted copies of different
+    budgets are an ``error budget-conflict`` and all are dropped.
+    """
+    budgeted = [c for c in copies if _budget_of(c) is not None]
+    if not budgeted:
+        return copies
+    exact = [c for c in copies if _budget_of(c) is None]
+    if exact:
+        issues.error(
+            "budget-duplicate",
+            f"{copies[0].describe()} has an exact result ({'; '.join(f'{c.file}:{c.name}' for c in exact)}) and a "
+            f"budgeted one ({'; '.join(f'{c.file}:{c.name} ({_budget_text(_budget_of(c))})' for c in budgeted)}); "
+            f"the exact result is kept and the budgeted one dropped: aggregate budgeted and full runs of a model apart",
+            budgeted[0].file, budgeted[0].name,
+        )
+        return exact
+    budgets = {json.dumps({k: v for k, v in _budget_of(c).items() if k != "items"}, sort_keys=True, default=str) for c in budgeted}
+    if len(budgets) > 1:
+        issues.error(
+            "budget-conflict",
+            f"{copies[0].describe()} comes from sweeps with different budgets "
+            f"({'; '.join(f'{c.file}:{c.name} ({_budget_text(_budget_of(c))})' for c in budgeted)}); all copies dropped",
+            budgeted[0].file, budgeted[0].name,
+        )
+        return []
+    return copies
+
+
 def deduplicate(variants: Sequence[VariantResult], issues: IssueLog) -> list[VariantResult]:
-    """Merge identical duplicates (prefer one with samples); drop every copy of conflicting ones."""
+    """Merge identical duplicates (prefer one with samples); drop every copy of conflicting ones.
+
+    A budgeted copy (an estimate) is never merged with an exact one: see ``_exact_over_budgeted``.
+    """
     groups: dict[tuple, list[VariantResult]] = {}
     for v in variants:
         groups.setdefault(v.identity(), []).append(v)
     out = []
     for key in sorted(groups, key=lambda k: tuple("" if x is None else str(x) for x in k)):
         copies = groups[key]
+        if len(copies) == 1:
+            out.append(copies[0])
+            continue
+        copies = _exact_over_budgeted(copies, issues)
+        if not copies:
+            continue
         if len(copies) == 1:
             out.append(copies[0])
             continue

@@ -192,3 +192,38 @@ def test_leaderboard_tables_say_when_the_instructeval_side_is_estimated(tmp_path
     add_leaderboard(result, runs, [tmp_path / "runs"], leaderboard_map=str(map_file))
     notes = [t.note for name, t in result.tables.items() if name.startswith("leaderboard")]
     assert notes and all("agnews zero_shot are item-response estimates" in n for n in notes)
+
+
+@pytest.mark.parametrize("equal_headline", [True, False])
+def test_an_estimate_never_replaces_the_exact_result_of_the_same_variant(tmp_path, equal_headline):
+    """A budgeted and a full run of one model: the exact numbers are kept and the estimate is named and dropped,
+    whether or not the headline scores happen to be equal."""
+    y = _truth(10)
+    _, budgeted = _budgeted_run(tmp_path / "budgeted", "model-a", y)
+    full = y.copy()
+    if equal_headline:  # the budgeted cells' mean equals the exact accuracy by chance: same headline number
+        for i, variant in enumerate(budgeted):
+            target = float(np.mean(variant.correct))
+            k = int(round(target * N_ITEMS))
+            full[i] = np.array([1.0] * k + [0.0] * (N_ITEMS - k))
+            assert full[i].mean() == pytest.approx(target)
+    _full_run(tmp_path / "full", "model-a", full)
+    runs = load_runs([tmp_path / "budgeted", tmp_path / "full"])
+    issues = [i for i in runs.issues.sorted() if i.code == "budget-duplicate"]
+    assert len(issues) == len(INSTRUCTIONS)
+    assert all(i.level == "error" and "--budget 0.25 seed 0" in i.message and "exact result is kept" in i.message for i in issues)
+    result = aggregate(runs, n_boot=0, irt_boot=0)
+    assert result.budget is None
+    inst = result.instructions.set_index("instruction")
+    for i, (_, iid) in enumerate(INSTRUCTIONS):
+        assert inst.loc[iid, "zero_shot"] == pytest.approx(full[i].mean(), abs=1e-12)
+
+
+def test_budgeted_copies_of_different_budgets_are_both_dropped(tmp_path):
+    y = _truth(10)
+    _budgeted_run(tmp_path / "a", "model-a", y, fraction=0.25)
+    _budgeted_run(tmp_path / "b", "model-a", y, fraction=0.5)
+    runs = load_runs([tmp_path / "a", tmp_path / "b"])
+    conflicts = [i for i in runs.issues.sorted() if i.code == "budget-conflict"]
+    assert conflicts and all("--budget 0.25 seed 0" in i.message and "--budget 0.5 seed 0" in i.message for i in conflicts)
+    assert not runs.variants
