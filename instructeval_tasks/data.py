@@ -6,7 +6,7 @@ splits come from ``<data_dir>/<local_dir>/train.jsonl`` and ``eval.jsonl`` inste
 per line in the HF field layout (the layout of the project's shared sample data).
 
 Every row of both splits is checked against the task's fields (``rows.ROW_FIELDS``) when the
-splits load, before any request is built: a bad row is an error naming the file and line (or the
+splits load, before any request is built, and a local eval file may not repeat an item: a bad row is an error naming the file and line (or the
 HF split and row index), the field and the expected values. Undecodable bytes and invalid JSON are
 errors naming the file and line too. All of these are :class:`~instructeval_tasks.errors.UserError`.
 """
@@ -21,7 +21,7 @@ from typing import Any
 import datasets
 
 from .options import DATA_DIR_ENV
-from .rows import DataRowError, check_dataset, check_rows
+from .rows import ROW_FIELDS, DataRowError, check_dataset, check_rows, first_duplicate
 from .specs import TaskSpec
 from instructeval_tasks.errors import UserError
 
@@ -90,11 +90,11 @@ def load_local_split(data_dir: str | Path, spec: TaskSpec, which: str) -> datase
             f"${DATA_DIR_ENV} to such a folder, or unset both to use the HF hub."
         )
     stat = path.stat()
-    return _load_jsonl_dataset(str(path.resolve()), stat.st_mtime_ns, stat.st_size, spec.name)
+    return _load_jsonl_dataset(str(path.resolve()), stat.st_mtime_ns, stat.st_size, spec.name, which)
 
 
 @functools.lru_cache(maxsize=32)
-def _load_jsonl_dataset(path: str, mtime_ns: int, size: int, task: str) -> datasets.Dataset:
+def _load_jsonl_dataset(path: str, mtime_ns: int, size: int, task: str, which: str) -> datasets.Dataset:
     # A sweep builds one task per variant; parse and check each file once per process (keyed by
     # its modification time and size, so an edited file is read again). Datasets are never
     # modified in place (select/map return new ones), so sharing is safe.
@@ -103,6 +103,14 @@ def _load_jsonl_dataset(path: str, mtime_ns: int, size: int, task: str) -> datas
     # Checked before pyarrow sees the rows: a "2" among integer labels would otherwise fail as
     # an arrow type error without a line number, or load as a column of strings.
     check_rows(task, rows, lambda i: f"{path}:{numbered[i][0]}")
+    if which == "eval":
+        repeat = first_duplicate(task, rows)
+        if repeat is not None:
+            first, again = (numbered[i][0] for i in repeat)
+            raise DataRowError(
+                f"{path}:{again}: the same item as line {first} (equal in every field instructeval_{task} reads: "
+                f"{', '.join(ROW_FIELDS[task])}); a repeated item weighs twice in every accuracy. Remove the duplicate."
+            )
     try:
         return datasets.Dataset.from_list(rows)
     except Exception as err:  # pyarrow: a field the task does not read changes type between rows

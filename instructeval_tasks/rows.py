@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
@@ -200,3 +201,20 @@ def check_dataset(task: str, dataset, where: Callable[[int], str]) -> None:
     if first_bad is not None and len(dataset) > 0:
         index, name, problem = first_bad
         raise row_error(where(index), task, name, problem)
+
+
+def first_duplicate(task: str, rows: Sequence[Mapping[str, Any]]) -> tuple[int, int] | None:
+    """``(first, repeat)`` indices of the first row equal to an earlier one in every field the task
+    reads (``ROW_FIELDS``), else None. A repeated evaluation item weighs twice in every accuracy.
+
+        >>> first_duplicate("imdb", [{"text": "a", "label": 0}, {"text": "b", "label": 1}, {"text": "a", "label": 0, "id": 7}])
+        (0, 2)
+    """
+    seen: dict[str, int] = {}
+    names = list(ROW_FIELDS[task])
+    for i, row in enumerate(rows):
+        key = json.dumps([row.get(name) for name in names], sort_keys=True, default=str)
+        if key in seen:
+            return seen[key], i
+        seen[key] = i
+    return None

@@ -29,6 +29,7 @@ from .demos import FixedDemoSampler
 from .instruction import resolve_instruction
 from .options import OptionError, TaskOptions
 from .perturbed import PerturbedText, add_perturbed_fields, perturbation_record
+from .rows import ROW_FIELDS
 from .sampling import MissingClassError, select_indices, truncate_fields
 from .scoring import choice_predictions, continuation_token_count, first_line, quasi_exact_match
 from .specs import get_spec
@@ -68,6 +69,15 @@ def score_tokenizer(options: TaskOptions, metadata: dict[str, Any]):
         return None, f"tokenizer {name!r} could not be loaded ({type(err).__name__}: {err})"
 
 
+def _repeated_items(spec, evaluation) -> int:
+    """How many evaluated rows repeat an earlier one in every field the task reads."""
+    if spec.name not in ROW_FIELDS:
+        return 0
+    names = [name for name in ROW_FIELDS[spec.name] if name in evaluation.column_names]
+    keys = [json.dumps(values, sort_keys=True, default=str) for values in zip(*(evaluation[name] for name in names))]
+    return len(keys) - len(set(keys))
+
+
 def setting_of(num_fewshot: int, options: TaskOptions) -> str:
     """The protocol setting a run belongs to: zero_shot, few_shot, perturbed or ordering."""
     if options.perturbation:
@@ -102,6 +112,7 @@ class InstructEvalTask(ConfigurableTask):
         self._token_counts: dict[str, list[int]] = {}
         self._data_source = ""
         self._test_ids: list[int] | None = None
+        self._repeated_items = 0
         if self.options.perturbation:
             # Demos keep the clean template; only the test example reads the perturbed fields.
             clean = config["doc_to_text"]
@@ -135,6 +146,11 @@ class InstructEvalTask(ConfigurableTask):
         if self.options.test_sample is not None:
             labels = evaluation[self.spec.label_field] if self.spec.balanced else None
             evaluation = evaluation.select(self.draw_test_ids(labels, len(evaluation), f"an eval split of {len(evaluation)} rows"))
+        self._repeated_items = _repeated_items(self.spec, evaluation)
+        if self._repeated_items:  # a local eval file refuses repeats (data.py); an HF split is the paper's
+            log.warning("%s: %d evaluated item(s) repeat an earlier one in every field the task reads (%s); "
+                        "each weighs twice in the accuracy (recorded as repeated_items)",
+                        self.spec.task_name, self._repeated_items, self._data_source)
         if self.options.truncate_words is not None:
             fields, limit = self.spec.text_fields, self.options.truncate_words
             evaluation = evaluation.map(lambda doc: truncate_fields(doc, fields, limit), load_from_cache_file=False)
@@ -247,6 +263,7 @@ class InstructEvalTask(ConfigurableTask):
             "test_sample": self.options.test_sample,
             "test_seed": self.options.test_seed if self.options.test_sample else None,
             "test_ids": self._test_ids,
+            **({"repeated_items": self._repeated_items} if self._repeated_items else {}),
             "truncate_words": self.options.truncate_words,
             "template": template,
             "template_sha": getattr(self.config.doc_to_text, "sha256", None),

@@ -271,3 +271,36 @@ def test_an_extra_field_that_changes_type_names_both_lines(tmp_path, tiny_rows):
         f"{root / 'ag_news' / 'train.jsonl'}:7: field 'uid' is a string but a number on line 1; "
         f"a field must have one type in every row"
     )
+
+
+def test_a_local_eval_file_may_not_repeat_an_item(tiny_data_copy, tiny_rows):
+    """A repeated item weighs twice in every accuracy: refused with both line numbers."""
+    from instructeval_tasks.data import load_local_split
+    from instructeval_tasks.rows import DataRowError
+    from instructeval_tasks.specs import get_spec
+
+    rows = tiny_rows["ag_news"]["eval"]
+    repeated = rows + [dict(rows[1], id="another id")]  # equal in every field the task reads
+    path = tiny_data_copy / "ag_news" / "eval.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in repeated), encoding="utf-8")
+    with pytest.raises(DataRowError, match=rf"eval.jsonl:{len(repeated)}: the same item as line 2 .*Remove the duplicate"):
+        load_local_split(tiny_data_copy, get_spec("agnews"), "eval")
+    # a train split may repeat rows (the real IMDB and TweetEval train splits do)
+    train = tiny_data_copy / "ag_news" / "train.jsonl"
+    train.write_text(train.read_text() + train.read_text().splitlines(keepends=True)[0], encoding="utf-8")
+    assert len(load_local_split(tiny_data_copy, get_spec("agnews"), "train")) > 0
+
+
+def test_repeated_items_of_an_hf_split_are_counted_and_recorded(tiny_rows, monkeypatch):
+    """An HF split is the paper's data: repeats are kept, warned about and recorded."""
+    import datasets
+
+    from instructeval_tasks import data as data_module
+    from instructeval_tasks.preview import build_task
+
+    rows = tiny_rows["ag_news"]
+    splits = {"train": rows["train"], "test": rows["eval"] + rows["eval"][:2]}
+    monkeypatch.setattr(data_module.datasets, "load_dataset",
+                        lambda path, name, split, **kw: datasets.Dataset.from_list(splits[split]))
+    task = build_task("agnews", {}, 0)
+    assert task.dump_config()["metadata"]["repeated_items"] == 2
