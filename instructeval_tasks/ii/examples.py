@@ -24,18 +24,23 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from ..errors import UserError
 from .names import ANSWER_FIELD_ABSENT_IN_DATA, TASK_TO_ANSWERS
+
+
+class ExampleError(UserError, ValueError):
+    """An Instruction Induction example the task cannot use; names the file, the example and the field."""
 
 
 def _field(example: dict[str, Any], key: str, where: str) -> Any:
     if key not in example:
-        raise ValueError(f"{where}: example lacks the field {key!r} (fields: {sorted(example)})")
+        raise ExampleError(f"{where}: example lacks the field {key!r} (fields: {sorted(example)}); add it or remove the example")
     return example[key]
 
 
 def _answers(value: Any, where: str) -> list[str]:
     if not isinstance(value, list) or not value or not all(isinstance(a, str) for a in value):
-        raise ValueError(f"{where}: the correct answers must be a non-empty list of strings, got {value!r}")
+        raise ExampleError(f"{where}: the correct answers must be a non-empty list of strings, got {value!r}")
     return list(value)
 
 
@@ -46,7 +51,7 @@ def build_rows(task: str, examples: Iterable[tuple[str, dict[str, Any]]], origin
     for example_id, example in examples:
         where = f"{origin}: example {example_id!r}"
         if not isinstance(example, dict):
-            raise ValueError(f"{where}: expected a JSON object")
+            raise ExampleError(f"{where}: expected a JSON object")
         if "answers" in example:  # a pre-built row
             answers = _answers(example["answers"], where)
             rows.append({"id": str(len(rows) + 1), "source_id": str(example.get("source_id", example_id)),

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..data import DatasetNotFound
+from .examples import ExampleError
 from .names import REPOSITORY, SOURCE_COMMIT  # facts, also read by the gold bank importer
 
 RAW_URL = "https://raw.githubusercontent.com/" + REPOSITORY + "/{commit}/data/raw/{split}/{task}.json"
@@ -100,5 +101,5 @@ def read_examples(path: Path, task: str) -> list[tuple[str, dict[str, Any]]]:
         raise IIDataNotFound(f"{task}: cannot read {path} as JSON ({type(err).__name__}: {err})") from None
     examples = data.get("examples") if isinstance(data, dict) else None
     if not isinstance(examples, dict) or not examples:
-        raise ValueError(f"{path}: expected {{\"examples\": {{\"1\": {{...}}, ...}}}} with at least one example")
+        raise ExampleError(f"{path}: expected {{\"examples\": {{\"1\": {{...}}, ...}}}} with at least one example")
     return [(str(key), value) for key, value in examples.items()]

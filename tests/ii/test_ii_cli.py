@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from instructeval_banks import load_bank
 from instructeval_tasks.ii.names import II_IDS, source_name
 from instructeval_tasks.ii.examples import build_rows
@@ -55,3 +57,28 @@ def test_lm_eval_runs_all_24_tasks_with_the_gold_bank(tiny_model_dir, ii_data_di
             assert sample["arguments"]["gen_args_0"]["arg_0"] == f"Instruction: {gold}\nInput: {row['input']}\nOutput:"
             assert sample["doc"]["answers"] == row["answers"]
             assert sample["execution_accuracy"] in (0.0, 1.0) or task in ("common_concept", "informal_to_formal")
+
+
+def test_an_example_without_output_is_one_line_exit_2(tmp_path):
+    """Instruction Induction data without ``output`` under ``instructeval run``: one line naming the
+    file, the example and the field (it was a 38-line traceback, exit 1), and no output folder."""
+    import shutil
+
+    source = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "instruction_induction"
+    if not source.is_dir():
+        pytest.skip("../shared/data/instruction_induction is absent")
+    data = tmp_path / "data"
+    shutil.copytree(source, data / "instruction_induction")
+    path = data / "instruction_induction" / "raw" / "execute" / "sum.json"
+    raw = json.loads(path.read_text())
+    first = next(iter(raw["examples"]))
+    del raw["examples"][first]["output"]
+    path.write_text(json.dumps(raw))
+    proc = subprocess.run([sys.executable, "-m", "instructeval_tasks.cli", "run", "--model", "hf", "--model_args",
+                           "pretrained=unused", "--tasks", "ii_sum", "--methods", "null", "--data-dir", str(data),
+                           "--output", str(tmp_path / "out"), "--test-sample", "4"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("instructeval: error:")]
+    assert errors == [f"instructeval: error: {path}: example {first!r}: example lacks the field 'output' "
+                      f"(fields: ['input', 'x', 'y']); add it or remove the example"]
+    assert "Traceback" not in proc.stderr and not (tmp_path / "out").exists()
