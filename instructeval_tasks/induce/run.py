@@ -82,6 +82,7 @@ def run_induce(
     from ..sweep.chunk import load_model, parse_model_args
     from ..sweep.atomic_files import atomic_write_text
     from ..sweep.store import model_label_from_args
+    from ..sweep.validate import check_pretrained
 
     start = time.monotonic()
     inducer = get_inducer(method)
@@ -96,6 +97,8 @@ def run_induce(
             f"drop {'it' if len(refused) == 1 else 'them'} from --tasks"
         )
     args_dict = parse_model_args(model_args)
+    if lm is None:
+        check_pretrained(args_dict)  # a typo'd model folder, before the output folder and the model load
     label = model_label or model_label_from_args(model, args_dict)
     data_dir = resolve_data_dir(data_dir)
     data_dir = str(Path(data_dir).expanduser().resolve()) if data_dir else None

@@ -15,6 +15,7 @@ from itertools import groupby
 from typing import Any, Callable
 
 from .. import object_task_manager
+from ..errors import UserError
 from ..specs import get_spec
 from .budget import BUDGET_KEY
 from .env_info import environment_info_once
@@ -52,16 +53,32 @@ def default_device(model: str) -> str | None:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
+class ModelLoadError(UserError, RuntimeError):
+    """The backend could not create the model from its arguments (a missing folder, an unreachable hub
+    id, an unknown argument); the message names the backend, the arguments and the cause."""
+
+
 def load_model(model: str, model_args: str | dict | None, *, batch_size: int | str, max_batch_size: int | None, device: str | None):
-    """The harness LM, created once for the whole sweep."""
+    """The harness LM, created once for the whole sweep.
+
+    Raises:
+        ModelLoadError: the backend refused its arguments or found no model (one line, exit 2).
+    """
     import lm_eval.api.registry
 
     cls = lm_eval.api.registry.get_model(model)
     device = device or default_device(model)
     extra = {"batch_size": batch_size, "max_batch_size": max_batch_size, "device": device}
-    if isinstance(model_args, dict):
-        return cls.create_from_arg_obj(model_args, extra)
-    return cls.create_from_arg_string(model_args or "", extra)
+    try:
+        if isinstance(model_args, dict):
+            return cls.create_from_arg_obj(model_args, extra)
+        return cls.create_from_arg_string(model_args or "", extra)
+    except UserError:
+        raise
+    except (OSError, ValueError, TypeError, ImportError) as err:  # not found, offline, bad argument
+        cause = (str(err).strip().splitlines() or [""])[0]
+        raise ModelLoadError(f"--model {model} --model_args {model_args or ''!s}: the model could not be loaded "
+                             f"({type(err).__name__}: {cause})") from err
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,7 @@ from .lock import RunLock, shard_lock_name
 from .shards import ClaimingQueue, ShardSpec
 from .sweep_options import SweepOptions
 from .store import SweepStore, check_folder_name, check_output, model_label_from_args
-from .validate import check_backend, check_batch_size, check_max_batch_size, parse_model_args, resolve_names
+from .validate import SweepOptionError, check_backend, check_batch_size, check_max_batch_size, check_pretrained, parse_model_args, resolve_names
 
 __all__ = ["SweepOptions", "SweepReport", "parse_model_args", "resolve_names", "run_sweep"]
 
@@ -86,6 +86,7 @@ def preflight(plan: list[Variant], profile: Profile, metadata: dict[str, dict[st
     them): the gold label of classification and multiple-choice items, one class for the others;
     else an empty dict.
     """
+    from ..demos import FixedDemoSampler
     from ..task import base_task_config, task_from_config
 
     bases: dict[str, dict[str, Any]] = {}
@@ -97,6 +98,12 @@ def preflight(plan: list[Variant], profile: Profile, metadata: dict[str, dict[st
         seen.add((variant.task, variant.setting))
         base = bases.setdefault(variant.task, base_task_config(variant.task))
         task = task_from_config(variant_config(base, variant, profile, metadata[variant.name]))
+        k = int(task.config.num_fewshot or 0)
+        if k and isinstance(getattr(task, "sampler", None), FixedDemoSampler):
+            try:  # the demo set is drawn lazily, on the first prompt: draw it now (K > the train split)
+                task.sampler.demo_ids(k)
+            except ValueError as err:
+                raise SweepOptionError(f"{err}; use a smaller K (--num-fewshot) or a larger train split") from None
         if classes and variant.task not in labels:
             kind = get_spec(variant.task).kind
             labels[variant.task] = [task.doc_to_target(doc) if kind in ("cls", "mcq") else 0 for doc in task.eval_docs]
@@ -181,6 +188,7 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
     part = ShardSpec.parse(shard)
     if lm is None:
         check_backend(model)
+        check_pretrained(args_dict)
     batch_size = check_batch_size(batch_size)
     check_max_batch_size(max_batch_size)
     label = check_folder_name(model_label, "--model-label") if model_label is not None else model_label_from_args(model, args_dict)
@@ -276,37 +284,42 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
         report.seconds = time.monotonic() - start
         return report
 
+    created = [p for p in (store.root, *store.root.parents) if not p.exists()]  # removed again if nothing runs
     store.create()
     # Shards write one folder at once: each holds its own run lock (a shard started twice is
     # refused) and claims chunks one by one (``shards``); every write takes the short store lock.
     run_lock = RunLock(store.root, wait=lock_wait, echo=echo,
                        **({"name": shard_lock_name(part.index, part.count)} if part else {}))
-    with run_lock:
-        with store.updating():
-            removed = store.clean_temp_files()
-            if removed:
-                echo(f"removed {len(removed)} temporary file(s) left by an interrupted write in {store.root}")
-            pending = resume_state()
-            store.write_plan(plan_record)
-        report = SweepReport(store.root, planned=len(mine), skipped=len(mine) - len(pending), plan=plan_record)
-        echo(f"{what} variants planned, {report.skipped} already done, {len(pending)} to run -> {store.root}")
-        announce_stock()
-        if not pending and not stock_pending:
-            report.seconds = time.monotonic() - start
-            return report
+    try:
+        with run_lock:
+            with store.updating():
+                removed = store.clean_temp_files()
+                if removed:
+                    echo(f"removed {len(removed)} temporary file(s) left by an interrupted write in {store.root}")
+                pending = resume_state()
+                store.write_plan(plan_record)
+            report = SweepReport(store.root, planned=len(mine), skipped=len(mine) - len(pending), plan=plan_record)
+            echo(f"{what} variants planned, {report.skipped} already done, {len(pending)} to run -> {store.root}")
+            announce_stock()
+            if not pending and not stock_pending:
+                report.seconds = time.monotonic() - start
+                return report
 
-        spec = ModelSpec(model, model_args, label, batch_size=batch_size, max_batch_size=max_batch_size, device=device)
-        stock = None
-        if stock_pending:  # the local executor (checked above): the stock tasks share its model
-            from .leaderboard import StockSchedule  # stock tasks run as soon as their task's variants are saved
+            spec = ModelSpec(model, model_args, label, batch_size=batch_size, max_batch_size=max_batch_size, device=device)
+            stock = None
+            if stock_pending:  # the local executor (checked above): the stock tasks share its model
+                from .leaderboard import StockSchedule  # stock tasks run as soon as their task's variants are saved
 
-            if runner.lm is None:
-                runner.lm = spec.load()
-            stock = StockSchedule(stock_pending, pending, lm=runner.lm, store=store, model=model, args_dict=args_dict,
-                                  label=label, batch_size=batch_size, device=spec.resolved_device(),
-                                  log_samples=log_samples, write=echo)
-        _evaluate_pending(runner, chunk_jobs(pending, metadata), spec, prof, store, report, planned=planned,
-                          log_samples=log_samples, progress=progress, echo=echo, stock=stock)
+                if runner.lm is None:
+                    runner.lm = spec.load()
+                stock = StockSchedule(stock_pending, pending, lm=runner.lm, store=store, model=model, args_dict=args_dict,
+                                      label=label, batch_size=batch_size, device=spec.resolved_device(),
+                                      log_samples=log_samples, write=echo)
+            _evaluate_pending(runner, chunk_jobs(pending, metadata), spec, prof, store, report, planned=planned,
+                              log_samples=log_samples, progress=progress, echo=echo, stock=stock)
+    except UserError:  # e.g. the model cannot load: leave no empty folder behind
+        store.remove_if_unused(created)
+        raise
     report.seconds = time.monotonic() - start
     echo(f"sweep finished: {report.evaluated} variants evaluated in {report.seconds:.0f} s -> {store.root}")
     return report
@@ -367,6 +380,9 @@ def _evaluate_pending(runner: Any, jobs: list[ChunkJob], spec: ModelSpec, prof: 
         bar.close()
         echo(f"interrupted after {report.evaluated} variants; finished chunks are saved in {store.root}. "
              f"Run the same command again to resume.")
+        raise
+    except BaseException:  # an error ends on its own line, after the bar
+        bar.close()
         raise
     bar.close()
     if paths:  # the summary repeats what scrolled by in the progress lines

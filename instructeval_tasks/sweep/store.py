@@ -29,7 +29,7 @@ from instructeval_tasks.errors import UserError
 
 from .identity import RUN_FINGERPRINT_KEY, differing_fields
 from .atomic_files import atomic_write_text
-from .lock import store_lock
+from .lock import RUN_LOCK, STORE_LOCK, store_lock
 
 
 class SweepStoreError(UserError, RuntimeError):
@@ -128,6 +128,23 @@ class SweepStore:
             self.root.mkdir(parents=True, exist_ok=True)
         except OSError as err:
             raise OutputPathError(f"--output {self.output}: cannot create {self.root} ({err.strerror}); choose another --output") from None
+
+    def remove_if_unused(self, created: list[Path]) -> None:
+        """Remove the folders in ``created`` (made by this run) that hold nothing but this run's plan
+        and lock files: a run that failed before its first result leaves no empty folder behind."""
+        def bookkeeping(name: str) -> bool:  # the plan, the run, store and shard locks
+            return name in ("sweep.json", RUN_LOCK, STORE_LOCK) or (name.startswith(".instructeval.") and name.endswith(".lock"))
+
+        for folder in created:
+            try:
+                entries = list(folder.iterdir())
+                if any(e.is_dir() or not bookkeeping(e.name) for e in entries):
+                    return
+                for entry in entries:
+                    entry.unlink()
+                folder.rmdir()
+            except OSError:
+                return
 
     def inside(self, name: str) -> Path:
         """``root / name``, refusing a name that would resolve outside the folder."""

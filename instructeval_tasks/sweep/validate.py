@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
@@ -72,6 +73,32 @@ def check_backend(model: str) -> None:
         close = difflib.get_close_matches(model, known, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise SweepOptionError(f"--model {model!r}: no such harness backend{hint}; known: {', '.join(known)}") from None
+
+
+def check_pretrained(args_dict: dict) -> None:
+    """A ``pretrained=`` (or ``tokenizer=``) that names a local folder must exist.
+
+    A value is taken for a local path when it starts with ``/``, ``.`` or ``~``, or when its parent
+    folder exists here (``models/smollm2x`` beside ``models/``); a hub id (``org/name``, no such
+    local folder) is left to the backend. A typo then fails here, before the lock, the output folder
+    and the model load, with the closest folder named.
+    """
+    import os
+
+    for key in ("pretrained", "tokenizer"):
+        value = args_dict.get(key)
+        if not isinstance(value, str) or not value.strip():
+            continue
+        path = Path(os.path.expanduser(value))
+        local = value.startswith(("/", ".", "~")) or (len(path.parts) > 1 and path.parent.is_dir())
+        if not local or path.exists():
+            continue
+        parent = path.parent
+        siblings = sorted(p.name for p in parent.iterdir()) if parent.is_dir() else []
+        close = difflib.get_close_matches(path.name, siblings, n=1)
+        hint = f" (did you mean {str(parent / close[0])!r}?)" if close else ""
+        where = "" if parent.is_dir() else f"; {parent} does not exist either"
+        raise SweepOptionError(f"--model_args {key}={value}: no such folder{hint}{where}")
 
 
 def check_batch_size(batch_size: int | str) -> int | str:

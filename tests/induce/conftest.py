@@ -11,14 +11,15 @@ import pytest
 POISON = "POISON-EVAL-ROW"
 
 
-def poisoned(row: dict) -> dict:
-    """The same fields, every string (and every string in a list) replaced by a poison value."""
+def poisoned(row: dict, number: int = 0) -> dict:
+    """The same fields, every string (and every string in a list) replaced by a poison value, distinct
+    per row ``number`` (an eval file may not repeat an item)."""
     out = {}
     for key, value in row.items():
         if isinstance(value, str):
-            out[key] = f"{POISON} {key}"
+            out[key] = f"{POISON} {key} row {number}"
         elif isinstance(value, list):
-            out[key] = [f"{POISON} {key} {i}" if isinstance(v, str) else v for i, v in enumerate(value)]
+            out[key] = [f"{POISON} {key} {i} row {number}" if isinstance(v, str) else v for i, v in enumerate(value)]
         else:
             out[key] = value
     return out
@@ -32,7 +33,7 @@ def poisoned_data(tmp_path_factory, tiny_rows) -> SimpleNamespace:
     for local, splits in tiny_rows.items():
         (data / local).mkdir(parents=True)
         for split, rows in splits.items():
-            rows = [poisoned(r) for r in rows] if split == "eval" else rows
+            rows = [poisoned(r, n) for n, r in enumerate(rows)] if split == "eval" else rows
             (data / local / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     return SimpleNamespace(dir=data, marker=POISON)
 

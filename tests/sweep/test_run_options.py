@@ -62,6 +62,10 @@ BAD_OPTIONS = [
     (["--model_args", "pretrained"], r"--model_args: 'pretrained' is not key=value"),
     (["--batch_size", "eight"], r"--batch_size 'eight': expected a positive integer, 'auto' or 'auto:N'"),
     (["--data-dir", "/nonexistent/instructeval-data"], r"no train split at /nonexistent/instructeval-data"),
+    (["--model_args", "pretrained=/nonexistent-instructeval/model"],
+     r"--model_args pretrained=/nonexistent-instructeval/model: no such folder; /nonexistent-instructeval does not exist either"),
+    (["--settings", "few_shot", "--num-fewshot", "50"],
+     r"cannot draw 50 demonstrations from a train split of \d+ rows: .*; use a smaller K \(--num-fewshot\)"),
 ]
 
 
@@ -193,3 +197,25 @@ def test_temp_file_left_by_a_kill_is_cleaned_on_the_next_run(tmp_path, tiny_mode
     assert not (folder / left[0]).exists() and not any(p.exists() for p in ours)
     assert all(p.exists() for p in others)
     assert any(line.startswith("removed 3 temporary file(s)") for line in lines), lines
+
+
+def test_a_model_that_cannot_load_is_one_line_and_leaves_no_folder(tmp_path, tiny_data_dir, capsys):
+    """A model folder without weights (or an unreachable hub id): one line naming the backend and the
+    cause, exit 2, and no empty label folder left behind in --output."""
+    empty = tmp_path / "empty_model"
+    empty.mkdir()
+    out = tmp_path / "new" / "out"
+    code, err = _cli(capsys, ["--model", "hf", "--model_args", f"pretrained={empty}", "--tasks", "agnews",
+                              "--data-dir", str(tiny_data_dir), "--output", str(out), "--device", "cpu", *SMALL])
+    assert code == 2, err
+    line = _one_error_line(err)
+    assert f"--model hf --model_args pretrained={empty}: the model could not be loaded (" in line
+    assert not (tmp_path / "new").exists()
+
+
+def test_a_typo_in_the_model_folder_names_the_closest_one(tmp_path, tiny_model_dir, tiny_data_dir, capsys, no_model_load):
+    typo = str(tiny_model_dir)[:-1] + "x"
+    code, err = _cli(capsys, ["--model", "hf", "--model_args", f"pretrained={typo}", "--tasks", "agnews",
+                              "--data-dir", str(tiny_data_dir), "--output", str(tmp_path / "out"), "--dry-run", *SMALL])
+    assert code == 2
+    assert _one_error_line(err).endswith(f"pretrained={typo}: no such folder (did you mean {str(tiny_model_dir)!r}?)")
