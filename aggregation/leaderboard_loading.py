@@ -189,7 +189,10 @@ def parse_aliases(values: Iterable[str]) -> dict[str, str]:
     out = {}
     for value in values:
         name, sep, label = value.partition("=")
-        if not sep or not name.strip() or not label.strip():
-            raise ValueError(f"--model-alias {value!r}: expected NAME=LABEL")
-        out[name.strip()] = label.strip()
+        if not sep or not name.strip() or not label.strip() or "=" in label:
+            raise ValueError(f"--model-alias {value!r}: expected NAME=LABEL (one '=', neither side empty)")
+        name, label = name.strip(), label.strip()
+        if out.get(name, label) != label:
+            raise ValueError(f"--model-alias {value!r}: {name} is already an alias of {out[name]}")
+        out[name] = label
     return out

@@ -23,7 +23,7 @@ import datasets
 from .options import DATA_DIR_ENV
 from .rows import ROW_FIELDS, DataRowError, check_dataset, check_rows, first_duplicate
 from .specs import TaskSpec
-from instructeval_tasks.errors import UserError
+from instructeval_tasks.errors import UserError, json_problem
 
 LOCAL_SPLIT_FILES = {"train": "train.jsonl", "eval": "eval.jsonl"}
 
@@ -61,7 +61,7 @@ def read_jsonl_lines(path: Path) -> list[tuple[int, dict[str, Any]]]:
                 row = json.loads(line)
             except json.JSONDecodeError as err:
                 raise DataFileError(
-                    f"{path}:{number}: not valid JSON ({err.msg} at column {err.colno}); each line must be one JSON object"
+                    f"{path}:{number}: not valid JSON ({json_problem(err)}); each line must be one JSON object"
                 ) from None
             except RecursionError:
                 raise DataFileError(f"{path}:{number}: JSON nested too deeply to read; each line must be one flat row object") from None

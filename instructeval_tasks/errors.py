@@ -43,6 +43,22 @@ class OneLineErrorParser(argparse.ArgumentParser):
         self.exit(2, f"instructeval: error: {message} (see: {self.prog} --help)\n")
 
 
+def json_problem(err) -> str:
+    """A ``json.JSONDecodeError`` as ``"<what> at column N"``, without doubling the trailing "at" of
+    messages like "Unterminated string starting at".
+
+    Example::
+
+        >>> import json
+        >>> try:
+        ...     json.loads('{"a": "b')
+        ... except json.JSONDecodeError as err:
+        ...     json_problem(err)
+        'Unterminated string starting at column 7'
+    """
+    return f"{err.msg} column {err.colno}" if err.msg.endswith(" at") else f"{err.msg} at column {err.colno}"
+
+
 def one_line(err: BaseException) -> str:
     """The error's message on one line (a multi-line message is joined with '; ')."""
     return "; ".join(line.strip() for line in str(err).splitlines() if line.strip()) or type(err).__name__

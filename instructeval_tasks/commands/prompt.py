@@ -26,13 +26,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def parse_metadata(text: str) -> dict:
     """``--metadata`` as a dict; :class:`~instructeval_tasks.options.OptionError` naming the fix otherwise."""
+    from instructeval_tasks.errors import json_problem
     from instructeval_tasks.options import OptionError
 
     example = """e.g. --metadata '{"method": "generic", "instruction_index": 2}'"""
     try:
         metadata = json.loads(text)
     except json.JSONDecodeError as err:
-        raise OptionError(f"--metadata is not valid JSON ({err.msg} at column {err.colno}); {example}") from None
+        raise OptionError(f"--metadata is not valid JSON ({json_problem(err)}); {example}") from None
     if not isinstance(metadata, dict):
         raise OptionError(f"--metadata must be a JSON object, not {type(metadata).__name__}; {example}")
     return metadata

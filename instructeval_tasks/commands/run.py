@@ -8,7 +8,10 @@ from instructeval_tasks.sweep.executor_registry import EXECUTORS
 
 
 def _int_list(text: str) -> list[int]:
-    return [int(x) for x in text.split(",") if x.strip()]
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma list of integers, e.g. 0,1,2") from None
 
 
 def _str_list(text: str) -> list[str]:

@@ -15,7 +15,7 @@ import json
 from collections import deque
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol
 
-from ..errors import UserError
+from ..errors import UserError, json_problem
 
 if TYPE_CHECKING:
     from .interrupts import StopRequests
@@ -105,7 +105,7 @@ def parse_worker_resources(text: str | dict | None) -> dict[str, Any]:
             value = json.loads(text)
         except json.JSONDecodeError as err:
             raise ExecutorOptionError(
-                f"--worker-resources is not JSON ({err.msg} at column {err.colno}); "
+                f"--worker-resources is not JSON ({json_problem(err)}); "
                 f"write e.g. '{{\"num_gpus\": 1}}'"
             ) from None
     if not isinstance(value, dict):

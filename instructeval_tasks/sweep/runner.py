@@ -249,7 +249,7 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
         """The variants still to run; refuses results of another model, data or protocol."""
         store.check_run(run_fp)
         done = store.finished()
-        store.check_conflicts(planned, done)
+        store.check_conflicts(planned, done, budget=budget.as_dict() if budget is not None else None)
         stock_pending[:] = [run for run in stock_runs if run.name not in done]
         return [v for v in mine if v.name not in done]
 

@@ -60,13 +60,13 @@ class ShardSpec:
     def parse(cls, text: "str | ShardSpec | None") -> "ShardSpec | None":
         if text is None or isinstance(text, ShardSpec):
             return text
-        match = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", str(text))
+        match = re.fullmatch(r"\s*(-?\d+)\s*/\s*(-?\d+)\s*", str(text))
         if not match:
             raise ShardOptionError(f"--shard {text}: write I/N, e.g. 0/4 for the first of four shards")
         index, count = int(match.group(1)), int(match.group(2))
         if count < 1:
             raise ShardOptionError(f"--shard {text}: the number of shards must be at least 1")
-        if index >= count:
+        if not 0 <= index < count:
             raise ShardOptionError(f"--shard {text}: the index must be 0..{count - 1} (shards are numbered from 0)")
         return cls(index, count)
 

@@ -236,13 +236,25 @@ class SweepStore:
                     f"use another --output or --model-label for this run, or delete {self.root} to recompute"
                 )
 
-    def check_conflicts(self, planned: dict[str, str], done: dict[str, str]) -> None:
+    def check_conflicts(self, planned: dict[str, str], done: dict[str, str],
+                        budget: dict[str, Any] | None = None) -> None:
+        """Refuse planned variants whose saved results have another fingerprint (protocol); when the
+        saved ones were run under another ``--budget`` than ``budget`` (this run's record, or None),
+        the message names both budgets."""
         clashes = sorted(n for n, fp in planned.items() if n in done and done[n] != fp)
-        if clashes:
+        if not clashes:
+            return
+        saved_budget = next((meta.get("budget") for _, name, meta in self.saved_variants() if name == clashes[0]), None)
+        if _budget_words(saved_budget) != _budget_words(budget):
             raise SweepStoreError(
-                f"{self.root} holds results of a different protocol for {len(clashes)} planned variant(s), "
-                f"e.g. {clashes[0]}; use another --output, or delete those results files to recompute them"
+                f"{self.root} holds {clashes[0]} (and {len(clashes) - 1} more planned variant(s)) computed with "
+                f"{_budget_words(saved_budget)}; this run asks for {_budget_words(budget)}: budgeted and full results "
+                f"are different protocols. Use another --output, or rerun with the same budget"
             )
+        raise SweepStoreError(
+            f"{self.root} holds results of a different protocol for {len(clashes)} planned variant(s), "
+            f"e.g. {clashes[0]}; use another --output, or delete those results files to recompute them"
+        )
 
     def write_chunk(self, chunk: str, results: dict[str, Any], samples: dict[str, list[dict]], stamp: str) -> Path:
         """Write the chunk's sample files, then its results file (the commit marker)."""
@@ -269,3 +281,10 @@ class SweepStore:
 
     def result_files(self) -> Iterable[Path]:
         return sorted(self.root.glob("results_*.json"))
+
+
+def _budget_words(budget: Any) -> str:
+    """``--budget 0.1 (seed 0)`` of a variant's or a sweep's budget record; ``no --budget (the full grid)``."""
+    if not isinstance(budget, dict):
+        return "no --budget (the full grid)"
+    return f"--budget {budget.get('fraction')} (seed {budget.get('seed')})"

@@ -173,9 +173,9 @@ def test_resume_skips_the_same_budget_and_refuses_another(budgeted_sweep, tiny_m
     out, _ = budgeted_sweep
     again = _sweep(out, tiny_model_dir, tiny_data_dir, Budget(0.25, min_items=2))
     assert again.skipped == 24 and again.evaluated == 0
-    with pytest.raises(SweepStoreError, match="different protocol"):
+    with pytest.raises(SweepStoreError, match=r"computed with --budget 0.25 \(seed 0\); this run asks for --budget 0.25 \(seed 1\)"):
         _sweep(out, tiny_model_dir, tiny_data_dir, Budget(0.25, min_items=2, seed=1), dry_run=True)
-    with pytest.raises(SweepStoreError, match="different protocol"):
+    with pytest.raises(SweepStoreError, match=r"computed with --budget 0.25 \(seed 0\); this run asks for no --budget \(the full grid\)"):
         _sweep(out, tiny_model_dir, tiny_data_dir, None, dry_run=True)
 
 

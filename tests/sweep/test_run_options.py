@@ -219,3 +219,11 @@ def test_a_typo_in_the_model_folder_names_the_closest_one(tmp_path, tiny_model_d
                               "--data-dir", str(tiny_data_dir), "--output", str(tmp_path / "out"), "--dry-run", *SMALL])
     assert code == 2
     assert _one_error_line(err).endswith(f"pretrained={typo}: no such folder (did you mean {str(tiny_model_dir)!r}?)")
+
+
+def test_a_bad_integer_list_names_the_option_and_the_format(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["run", "--model", "hf", "--tasks", "agnews", "--output", "out", "--ordering-demo-seeds", "1,a"])
+    assert exit_.value.code == 2
+    assert _one_error_line(capsys.readouterr().err).startswith(
+        "instructeval: error: argument --ordering-demo-seeds: '1,a' is not a comma list of integers, e.g. 0,1,2")
