@@ -76,7 +76,12 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"instructeval: error: {one_line(err)}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as err:
+        from instructeval_tasks.sweep.interrupts import Terminated
+
+        if isinstance(err, Terminated):
+            print("terminated", file=sys.stderr)
+            return 143  # 128 + SIGTERM, as a shell reports a process ended by it
         print("interrupted", file=sys.stderr)
         return 130
 

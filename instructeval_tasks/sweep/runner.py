@@ -46,7 +46,7 @@ from .chunk import (
     variant_config,
 )
 from .executor_registry import make_executor
-from .interrupts import StopRequests
+from .interrupts import StopRequests, Terminated
 from .lock import RunLock, shard_lock_name
 from .shards import ClaimingQueue, ShardSpec
 from .sweep_options import SweepOptions
@@ -376,9 +376,10 @@ def _evaluate_pending(runner: Any, jobs: list[ChunkJob], spec: ModelSpec, prof: 
                        stop=stop, echo=lambda line: bar.write(line, file=sys.stderr))
             if stop.requested:
                 raise KeyboardInterrupt
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop_now:
         bar.close()
-        echo(f"interrupted after {report.evaluated} variants; finished chunks are saved in {store.root}. "
+        how = "terminated (SIGTERM)" if isinstance(stop_now, Terminated) else "interrupted"
+        echo(f"{how} after {report.evaluated} variants; finished chunks are saved in {store.root}. "
              f"Run the same command again to resume.")
         raise
     except BaseException:  # an error ends on its own line, after the bar

@@ -202,6 +202,21 @@ def test_ctrl_c_stops_cleanly_and_the_rerun_resumes(tmp_path, tiny_model_dir, ti
     assert len(_variants(out)) == 2 * 3 * 7
 
 
+def test_sigterm_says_what_is_saved_and_the_rerun_resumes(tmp_path, tiny_model_dir, tiny_data_dir):
+    """SIGTERM (kill, a scheduler's stop) used to end the sweep without a word; the resume was right."""
+    out = tmp_path / "out"
+    args = _sweep_args(tiny_model_dir, tiny_data_dir, out, "agnews,imdb")
+    code, output = _interrupt_after_first_chunk(args, out, signal.SIGTERM, tmp_path / "first.log")
+    assert code == 143, output[-2000:]
+    assert "terminated (SIGTERM) after " in output and "Run the same command again to resume." in output
+    assert output.rstrip().endswith("terminated") and "Traceback" not in output
+    partial = len(_variants(out))
+    assert 0 < partial < 2 * 3 * 7
+    code, output = _run_cli(args, tmp_path / "second.log")
+    assert code == 0, output[-3000:]
+    assert f"{partial} skipped (done)" in output and len(_variants(out)) == 2 * 3 * 7
+
+
 def test_chunks_share_one_task_manager_without_the_builtin_index(tmp_path, tiny_data_dir, monkeypatch):
     """simple_evaluate given no manager indexes every built-in harness task on each call; the runner
     evaluates chunk by chunk, so it must hand over one index-free manager."""
