@@ -32,6 +32,8 @@ import re
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from instructeval_tasks.fingerprint import RUN_FINGERPRINT_KEY, SCORING_VERSION
+
 from .catalog import KNOWN_RESULT_METRICS, SETTINGS, TASK_KIND, canonical_method
 from .issues import AggregationError, IssueLog
 from .json_input import BadJson, parse_json_bytes
@@ -193,6 +195,13 @@ def _metric_values(result: Mapping[str, Any], issues: IssueLog, file: str, name:
     return out
 
 
+def _scoring_version(meta: Mapping[str, Any]) -> str | None:
+    """The scoring version a sweep recorded in the variant's run fingerprint (None: a plain lm_eval run)."""
+    run = meta.get(RUN_FINGERPRINT_KEY)
+    value = run.get("scoring_version") if isinstance(run, Mapping) else None
+    return None if value is None else str(value)
+
+
 def _protocol(meta: Mapping[str, Any], setting: str, num_fewshot: int) -> dict[str, Any]:
     sweep = meta.get("sweep") if isinstance(meta.get("sweep"), Mapping) else {}
     profile = sweep.get("profile", sweep.get("name")) if sweep else None
@@ -207,6 +216,7 @@ def _protocol(meta: Mapping[str, Any], setting: str, num_fewshot: int) -> dict[s
         "template_sha": meta.get("template_sha"),
         "sweep": json.dumps(sweep_core, sort_keys=True, default=str),
         "plugin_version": meta.get("plugin_version"),
+        "scoring_version": _scoring_version(meta),
         "data_source": meta.get("data_source"),
         "_sweep": dict(sweep),
     }
@@ -294,6 +304,10 @@ def parse_variant(
     else:
         issues.warn("no-model", "no model identity (model_label, pretrained or model_name); using 'unknown'", file, name)
         model = "unknown"
+    scoring = _scoring_version(meta)
+    if scoring is not None and scoring != SCORING_VERSION:
+        issues.warn("scoring-version", f"scored under scoring_version {scoring!r}; this release scores under "
+                    f"{SCORING_VERSION!r}, so its numbers are not comparable with a rerun today", file, name)
     n_params = (data.get("config") or {}).get("model_num_parameters")
     n_samples = (data.get("n-samples") or {}).get(name) or {}
     n_items = result.get("sample_len", n_samples.get("effective"))

@@ -18,7 +18,8 @@ from .issues import IssueLog
 from .records import VariantResult
 
 # Protocol fields that must agree for all variants of one (model, task); a difference is an error.
-HARD_PROTOCOL = ("profile", "num_fewshot", "test_ids", "test_sample", "test_seed", "truncate_words", "template_sha")
+HARD_PROTOCOL = ("profile", "num_fewshot", "test_ids", "test_sample", "test_seed", "truncate_words", "template_sha",
+                 "scoring_version")
 # Differences here are reported as warnings.
 SOFT_PROTOCOL = ("sweep", "plugin_version", "data_source")
 
@@ -116,7 +117,7 @@ def check_protocol(variants: Sequence[VariantResult], issues: IssueLog) -> list[
             values: dict[str, list[VariantResult]] = {}
             for v in members:
                 value = v.protocol[key]
-                if key == "num_fewshot" and value is None:
+                if key in ("num_fewshot", "scoring_version") and value is None:  # zero-shot; a plain lm_eval run
                     continue
                 values.setdefault(json.dumps(value, sort_keys=True, default=str), []).append(v)
             if len(values) < 2:

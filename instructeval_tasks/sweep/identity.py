@@ -46,12 +46,7 @@ from ..data import DatasetNotFound, LOCAL_SPLIT_FILES
 from ..models import sha256_of
 from ..specs import get_spec
 
-# Bump when a change of the plugin alters any score a sweep writes (a metric, a prompt, a
-# tokenisation); results saved under another value are then refused on resume.
-SCORING_VERSION = "1"
-
-# The metadata key of every variant (and the sweep.json key) that holds the fingerprint.
-RUN_FINGERPRINT_KEY = "run_fingerprint"
+from ..fingerprint import RUN_FINGERPRINT_KEY, SCORING_VERSION  # noqa: F401  (the facts layer holds them)
 NOT_COMPARED = ("plugin_version",)
 
 _PATH_ARGS = ("pretrained", "tokenizer", "peft", "delta")

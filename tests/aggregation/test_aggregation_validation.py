@@ -112,6 +112,25 @@ def test_soft_protocol_drift_is_a_warning(tmp_path):
     assert len(runset.variants) == 2
 
 
+def test_an_edited_scoring_version_is_flagged(tmp_path):
+    """Results scored under another scoring_version cannot be compared with the others (error, the
+    (model, task) is dropped) and are not this release's scores (warning)."""
+    from instructeval_tasks.fingerprint import SCORING_VERSION
+
+    def run_fp(version):
+        return {"run_fingerprint": {"scoring_version": version, "model": "hf"}}
+
+    a = [SyntheticVariant("agnews", "null", "null", "zero_shot", value=0.5, metadata=run_fp(SCORING_VERSION))]
+    b = [SyntheticVariant("agnews", "generic", "g0", "zero_shot", value=0.5, metadata=run_fp("99"))]
+    write_run(tmp_path, "m", a, samples=False, stamp="s1")
+    write_run(tmp_path, "m", b, samples=False, stamp="s2")
+    runset = load_runs([tmp_path])
+    (mismatch,) = issues_of(runset, "protocol-mismatch")
+    assert mismatch.level == "error" and "scoring_version" in mismatch.message and not runset.variants
+    (stale,) = issues_of(runset, "scoring-version")
+    assert stale.level == "warning" and "'99'" in stale.message and f"{SCORING_VERSION!r}" in stale.message
+
+
 def test_duplicates(tmp_path):
     """Equal duplicates merge (note); different numbers are an error and every copy is dropped."""
     same = [SyntheticVariant("agnews", "null", "null", "zero_shot", value=0.5)]
