@@ -20,7 +20,7 @@ def _floors() -> dict[str, str]:
     requirements = list(project["dependencies"]) + [r for extra in project["optional-dependencies"].values() for r in extra]
     floors = {}
     for requirement in requirements:
-        match = re.fullmatch(r"([A-Za-z0-9_.-]+)\s*>=\s*([0-9][0-9.]*)(,.*)?", requirement.strip())
+        match = re.fullmatch(r"([A-Za-z0-9_.-]+)(?:\[[A-Za-z0-9_,.-]+\])?\s*>=\s*([0-9][0-9.]*)(,.*)?", requirement.strip())
         assert match, f"pyproject.toml: {requirement!r} has no floor (name>=version): declare the oldest tested release"
         floors[_norm(match.group(1))] = match.group(2)
     return floors

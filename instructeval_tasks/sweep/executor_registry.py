@@ -32,8 +32,10 @@ def _local(*, workers: int | None, ray_address: str | None, worker_resources: st
 def _ray(*, workers: int | None, ray_address: str | None, worker_resources: str | dict | None, lm: Any) -> Executor:
     if lm is not None:
         raise ExecutorOptionError("a preloaded model (lm=...) runs only with the local executor")
-    from .ray_executor import RayExecutor
+    from .ray_executor import RayExecutor, check_reachable
 
+    if ray_address:
+        check_reachable(ray_address)  # before the output folder and the model load, also for --dry-run
     return RayExecutor(workers=workers or 1, address=ray_address, resources=parse_worker_resources(worker_resources))
 
 

@@ -104,6 +104,36 @@ class ChunkWorker:
         return json_leaves(results), json_leaves(samples), seconds
 
 
+def check_reachable(address: str, timeout: float = 5.0) -> None:
+    """A ``host:port`` or ``ray://host:port`` address must accept a TCP connection within ``timeout``
+    seconds; ``auto`` (this node's cluster) is left to Ray.
+
+    Raises:
+        UserError: nothing answers there, or ``ray://`` without the Ray client installed.
+
+        >>> check_reachable("auto") is None
+        True
+    """
+    import importlib.util
+    import socket
+
+    if address == "auto":
+        return
+    if address.startswith("ray://") and importlib.util.find_spec("grpc") is None:
+        raise UserError(f"--ray-address {address}: a ray:// address needs the Ray client: pip install 'ray[client]' "
+                        f"(the [ray] extra of this package includes it)")
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not port.isdigit():
+        raise UserError(f"--ray-address {address}: expected host:port, ray://host:port or auto")
+    host = host.strip("[]")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as err:
+        reason = err.strerror or type(err).__name__
+        raise UserError(f"--ray-address {address}: nothing answers at {host}:{port} within {timeout:g} s ({reason}); "
+                        f"start the cluster there (ray start --head) or fix the address") from None
+
+
 class RayExecutor:
     """A pool of ``workers`` ``ChunkWorker`` actors fed chunk by chunk from the sweep's process."""
 
@@ -136,6 +166,7 @@ class RayExecutor:
         env = {k: v for k, v in os.environ.items() if k.startswith(FORWARDED_ENV_PREFIXES)}
         kwargs: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": False}
         if self.address:
+            check_reachable(self.address)  # else Ray retries for minutes, printing its C++ warnings
             # Workers on other machines do not inherit this environment.
             kwargs["runtime_env"] = {"env_vars": env} if env else None
             try:

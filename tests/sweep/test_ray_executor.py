@@ -136,8 +136,29 @@ def test_cli_ctrl_c_saves_the_chunks_in_progress_and_the_rerun_resumes(single_pr
 def test_a_worker_that_cannot_load_the_model_stops_the_sweep(ray_address, tmp_path, tiny_data_dir, files_of):
     from instructeval_tasks.sweep.ray_executor import WorkerFailure
 
+    (tmp_path / "no-model").mkdir()  # a folder without a model: only the worker finds out
     with pytest.raises(WorkerFailure, match="could not load the model"):
         run_sweep(model="hf", model_args=f"pretrained={tmp_path / 'no-model'}", tasks="agnews", methods="null",
                   output=tmp_path / "out", overrides={"test_sample": 2, "settings": ["zero_shot"]},
                   data_dir=str(tiny_data_dir), device="cpu", progress=False, executor="ray", workers=1)
     assert set(files_of(tmp_path / "out")) == {"no-model/sweep.json"}
+
+
+def test_an_unreachable_ray_address_is_one_line_before_anything_runs(tmp_path, tiny_data_dir, capsys):
+    """It used to print ~20 lines of Ray's connection warnings (minutes of retries) before the error."""
+    import socket
+
+    from instructeval_tasks import cli
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    for extra in ([], ["--dry-run"]):
+        code = cli.main(["run", "--model", "hf", "--model_args", "pretrained=unused", "--tasks", "agnews",
+                         "--data-dir", str(tiny_data_dir), "--output", str(tmp_path / "out"), "--executor", "ray",
+                         "--workers", "1", "--ray-address", f"127.0.0.1:{port}", *extra])
+        err = capsys.readouterr().err
+        assert code == 2 and err == (f"instructeval: error: --ray-address 127.0.0.1:{port}: nothing answers at "
+                                     f"127.0.0.1:{port} within 5 s (Connection refused); start the cluster there "
+                                     f"(ray start --head) or fix the address\n"), err
+    assert not (tmp_path / "out").exists()
