@@ -308,6 +308,11 @@ def parse_variant(
     if scoring is not None and scoring != SCORING_VERSION:
         issues.warn("scoring-version", f"scored under scoring_version {scoring!r}; this release scores under "
                     f"{SCORING_VERSION!r}, so its numbers are not comparable with a rerun today", file, name)
+    cut = meta.get("truncation")
+    if isinstance(cut, Mapping) and cut.get("items"):
+        issues.warn("truncated", f"{cut.get('items')} of {cut.get('of')} prompts were cut to the model's window of "
+                    f"{cut.get('window')} tokens (run with --allow-truncation); the instruction lost tokens in "
+                    f"{cut.get('instruction_cut')} of them, so this score is only partly the instruction's", file, name)
     n_params = (data.get("config") or {}).get("model_num_parameters")
     n_samples = (data.get("n-samples") or {}).get(name) or {}
     n_items = result.get("sample_len", n_samples.get("effective"))

@@ -72,7 +72,7 @@ def resolve_data_dir(data_dir: str | None) -> str | None:
 HARNESS_KEYS = frozenset({"version", "instructeval_task", "config_source", "_metadata", "config"})
 # Written by ``instructeval run`` into every variant's metadata for the record (the resume check and
 # the aggregation read them back from the results); the task itself does not act on them.
-RECORD_KEYS = frozenset({"sweep", "variant_fingerprint", "model_label", "run_fingerprint", "budget"})
+RECORD_KEYS = frozenset({"sweep", "variant_fingerprint", "model_label", "run_fingerprint", "budget", "allow_truncation"})
 
 
 class OptionError(UserError, ValueError):

@@ -113,6 +113,7 @@ class InstructEvalTask(ConfigurableTask):
         self._data_source = ""
         self._test_ids: list[int] | None = None
         self._repeated_items = 0
+        self.truncation: dict[str, Any] | None = None  # set by a sweep run with --allow-truncation (sweep.window)
         if self.options.perturbation:
             # Demos keep the clean template; only the test example reads the perturbed fields.
             clean = config["doc_to_text"]
@@ -264,6 +265,7 @@ class InstructEvalTask(ConfigurableTask):
             "test_seed": self.options.test_seed if self.options.test_sample else None,
             "test_ids": self._test_ids,
             **({"repeated_items": self._repeated_items} if self._repeated_items else {}),
+            **({"truncation": self.truncation} if self.truncation else {}),
             "truncate_words": self.options.truncate_words,
             "template": template,
             "template_sha": getattr(self.config.doc_to_text, "sha256", None),

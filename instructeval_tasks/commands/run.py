@@ -43,6 +43,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--device", default=None, help="device for local backends, e.g. cpu or cuda:0")
     parser.add_argument("--no-log-samples", dest="log_samples", action="store_false", help="skip per-sample logs (CIs need them)")
     parser.add_argument("--dry-run", action="store_true", help="validate every option, print the plan size and exit; writes nothing")
+    parser.add_argument("--allow-truncation", dest="allow_truncation", action="store_true",
+                        help="run variants whose prompts exceed the model's window (refused by default: the harness cuts "
+                             "them from the left, instruction first) and record per item what was cut")
     parser.add_argument("--wait-lock", dest="wait_lock", nargs="?", type=float, const=-1.0, default=None, metavar="SECONDS",
                         help="when another run holds <output>/<label>/.instructeval.lock, wait for it (up to SECONDS, "
                              "default without limit) instead of stopping at once")
@@ -139,6 +142,7 @@ def run(args: argparse.Namespace) -> int:
         leaderboard_tasks=args.leaderboard_tasks,
         leaderboard_map=args.leaderboard_map,
         budget=budget,
+        allow_truncation=args.allow_truncation,
     ))
     print(f"{report.planned} planned, {report.skipped} skipped (done), {report.evaluated} evaluated: {report.output_dir}")
     return 0

@@ -21,6 +21,7 @@ from .budget import BUDGET_KEY
 from .env_info import environment_info_once
 from .plan import Variant, fingerprint
 from .profiles import Profile
+from .window import ALLOW_TRUNCATION_KEY, check_window
 from .validate import parse_model_args
 
 
@@ -207,6 +208,9 @@ def evaluate_chunk(
             # A budgeted variant evaluates its cells through the harness's own doc selection
             # (``lm_eval --samples``); the logged doc_id stays the item's position in the test sample.
             items = {variant.name: list(budget["items"])} if budget else None
+            # A prompt longer than the window would lose its instruction first: refused, or recorded.
+            task.truncation = check_window(task, lm, variant.name, allow=bool(metadata[variant.name].get(ALLOW_TRUNCATION_KEY)),
+                                           doc_ids=items[variant.name] if items else None)
             results = lm_eval.simple_evaluate(model=lm, tasks=[task], log_samples=log_samples, verbosity="ERROR",
                                               task_manager=object_task_manager(), samples=items)
             variant_samples = results.pop("samples", None) or {}

@@ -50,6 +50,7 @@ from .interrupts import StopRequests, Terminated
 from .lock import RunLock, shard_lock_name
 from .shards import ClaimingQueue, ShardSpec
 from .sweep_options import SweepOptions
+from .window import ALLOW_TRUNCATION_KEY
 from .store import SweepStore, check_folder_name, check_output, model_label_from_args
 from .validate import SweepOptionError, check_backend, check_batch_size, check_max_batch_size, check_pretrained, parse_model_args, resolve_names
 
@@ -209,7 +210,8 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
     for variant in plan:
         meta = variant.protocol_metadata(prof, bank_dir=bank_dir, data_dir=data_dir)
         metadata[variant.name] = {**meta, **model_meta, "model_label": label,
-                                  RUN_FINGERPRINT_KEY: for_task(run_fp, variant.task)}
+                                  RUN_FINGERPRINT_KEY: for_task(run_fp, variant.task),
+                                  **({ALLOW_TRUNCATION_KEY: True} if o.allow_truncation else {})}
     stock_runs: list = []
     if leaderboard_tasks is not None:  # "" asks for every task that has a stock counterpart
         from .leaderboard import plan_leaderboard

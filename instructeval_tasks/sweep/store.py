@@ -135,13 +135,21 @@ class SweepStore:
         def bookkeeping(name: str) -> bool:  # the plan, the run, store and shard locks
             return name in ("sweep.json", RUN_LOCK, STORE_LOCK) or (name.startswith(".instructeval.") and name.endswith(".lock"))
 
+        def claims(entry: Path) -> bool:  # the chunk claims of this run (``shards``): lock files only
+            return entry.name == ".claims" and entry.is_dir() and all(c.name.endswith(".lock") for c in entry.iterdir())
+
         for folder in created:
             try:
                 entries = list(folder.iterdir())
-                if any(e.is_dir() or not bookkeeping(e.name) for e in entries):
+                if any(not (claims(e) if e.is_dir() else bookkeeping(e.name)) for e in entries):
                     return
                 for entry in entries:
-                    entry.unlink()
+                    if entry.is_dir():
+                        for claim in entry.iterdir():
+                            claim.unlink()
+                        entry.rmdir()
+                    else:
+                        entry.unlink()
                 folder.rmdir()
             except OSError:
                 return

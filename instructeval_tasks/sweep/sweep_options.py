@@ -52,6 +52,8 @@ class SweepOptions:
             ``"hellaswag:25,boolq"`` picks and overrides the n-shot); ``None``: none.
         leaderboard_map: a map file replacing the tasks' ``stock:`` counterparts.
         budget: a fraction of the (instruction, item) grid, or a ``Budget`` (fraction, seed, ...).
+        allow_truncation: run variants whose prompts exceed the model's window (refused by default:
+            the harness cuts from the left, instruction first) and record per item what was cut.
     """
 
     model: str
@@ -79,3 +81,4 @@ class SweepOptions:
     leaderboard_tasks: str | None = None
     leaderboard_map: str | None = None
     budget: float | Budget | None = None
+    allow_truncation: bool = False
