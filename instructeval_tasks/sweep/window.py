@@ -44,15 +44,19 @@ def cut_tokens(request_type: str, *, prompt_tokens: int, window: int, max_gen_to
     return max(0, prompt_tokens - 1 - window)
 
 
-def _encode(lm: Any, context: str, continuation: str | None) -> int:
-    if continuation is None:
-        return len(lm.tok_encode(context))
+def _pair_tokens(lm: Any, context: str, continuation: str) -> int:
+    """The tokens of a loglikelihood request as the backend encodes it (``_encode_pair``)."""
     encode_pair = getattr(lm, "_encode_pair", None)
     if encode_pair is not None:
         ctx, cont = encode_pair(context, continuation)
     else:
         ctx, cont = lm.tok_encode(context), lm.tok_encode(continuation)
     return len(ctx) + len(cont)
+
+
+# Encoding a pair as one string never takes more tokens than encoding its parts apart, plus this
+# margin (a special token each, a merge across the join); below it the exact count is not needed.
+_MARGIN = 4
 
 
 def measure(task: Any, lm: Any, doc_ids: Sequence[int] | None = None) -> dict[str, Any] | None:
@@ -82,14 +86,19 @@ def measure(task: Any, lm: Any, doc_ids: Sequence[int] | None = None) -> dict[st
         requests = task.construct_requests(doc, context, metadata=(task.config.task, position, 1))
         requests = requests if isinstance(requests, list) else [requests]
         worst = 0
+        context_tokens: dict[str, int] = {}  # the requests of a doc share their context
         for request in requests:
+            context = request.args[0]
+            if context not in context_tokens:
+                context_tokens[context] = len(lm.tok_encode(context))
             if request.request_type == "generate_until":
                 gen_kwargs = request.args[1] if len(request.args) > 1 and isinstance(request.args[1], dict) else {}
-                tokens = _encode(lm, request.args[0], None)
+                tokens = context_tokens[context]
                 cut = cut_tokens("generate_until", prompt_tokens=tokens, window=window,
                                  max_gen_toks=int(gen_kwargs.get("max_gen_toks", default_gen)))
             else:
-                tokens = _encode(lm, request.args[0], request.args[1])
+                bound = context_tokens[context] + len(lm.tok_encode(request.args[1])) + _MARGIN
+                tokens = bound if bound - 1 <= window else _pair_tokens(lm, context, request.args[1])
                 cut = cut_tokens("loglikelihood", prompt_tokens=tokens, window=window)
             if tokens > longest[0]:
                 longest = (tokens, position)
