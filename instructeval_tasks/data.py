@@ -21,7 +21,7 @@ from typing import Any
 import datasets
 
 from .options import DATA_DIR_ENV
-from .rows import ROW_FIELDS, DataRowError, check_dataset, check_rows, first_duplicate
+from .rows import ROW_FIELDS, DataRowError, check_dataset, check_rows, repeated_rows
 from .specs import TaskSpec
 from instructeval_tasks.errors import UserError, json_problem
 
@@ -104,9 +104,9 @@ def _load_jsonl_dataset(path: str, mtime_ns: int, size: int, task: str, which: s
     # an arrow type error without a line number, or load as a column of strings.
     check_rows(task, rows, lambda i: f"{path}:{numbered[i][0]}")
     if which == "eval":
-        repeat = first_duplicate(task, rows)
-        if repeat is not None:
-            first, again = (numbered[i][0] for i in repeat)
+        repeats = repeated_rows(task, rows)
+        if repeats:
+            first, again = (numbered[i][0] for i in repeats[0])
             raise DataRowError(
                 f"{path}:{again}: the same item as line {first} (equal in every field instructeval_{task} reads: "
                 f"{', '.join(ROW_FIELDS[task])}); a repeated item weighs twice in every accuracy. Remove the duplicate."

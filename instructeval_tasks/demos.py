@@ -62,7 +62,7 @@ class FixedDemoSampler(ContextSampler):
             labels = self.pool[self.spec.label_field] if self.spec.balanced else None
             try:
                 ids = select_indices(labels, len(self.pool), n, self.demo_seed,
-                                     classes=self.spec.classes if labels is not None else None)
+                                     classes=self.spec.classes)
             except ValueError as err:
                 raise ValueError(
                     f"{self.spec.task_name}: cannot draw {n} demonstrations from a train split of "

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from instructeval_tasks.errors import UserError
 from instructeval_tasks.specs import TASK_SPECS
@@ -203,18 +203,20 @@ def check_dataset(task: str, dataset, where: Callable[[int], str]) -> None:
         raise row_error(where(index), task, name, problem)
 
 
-def first_duplicate(task: str, rows: Sequence[Mapping[str, Any]]) -> tuple[int, int] | None:
-    """``(first, repeat)`` indices of the first row equal to an earlier one in every field the task
-    reads (``ROW_FIELDS``), else None. A repeated evaluation item weighs twice in every accuracy.
+def repeated_rows(task: str, rows: Iterable[Mapping[str, Any]]) -> list[tuple[int, int]]:
+    """``(first, repeat)`` indices of every row equal to an earlier one in every field the task reads
+    (``ROW_FIELDS``), in row order. A repeated evaluation item weighs twice in every accuracy.
 
-        >>> first_duplicate("imdb", [{"text": "a", "label": 0}, {"text": "b", "label": 1}, {"text": "a", "label": 0, "id": 7}])
-        (0, 2)
+        >>> repeated_rows("imdb", [{"text": "a", "label": 0}, {"text": "b", "label": 1}, {"text": "a", "label": 0, "id": 7}])
+        [(0, 2)]
     """
     seen: dict[str, int] = {}
+    repeats: list[tuple[int, int]] = []
     names = list(ROW_FIELDS[task])
     for i, row in enumerate(rows):
         key = json.dumps([row.get(name) for name in names], sort_keys=True, default=str)
         if key in seen:
-            return seen[key], i
-        seen[key] = i
-    return None
+            repeats.append((seen[key], i))
+        else:
+            seen[key] = i
+    return repeats

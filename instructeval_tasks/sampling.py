@@ -94,7 +94,8 @@ def select_indices(
     labels: Sequence[Hashable] | None, size: int, n: int, seed: int, rng: random.Random | None = None,
     classes: Sequence[Hashable] | None = None,
 ) -> list[int]:
-    """Balanced over ``labels`` when given (classification; every one of ``classes`` present), uniform otherwise."""
+    """Balanced over ``labels`` when given (classification; every one of ``classes`` present), uniform
+    otherwise (``classes`` unused)."""
     if labels is not None:
         return balanced_indices(labels, n, seed, rng, classes)
     return uniform_indices(size, n, seed, rng)

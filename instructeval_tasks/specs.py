@@ -236,12 +236,12 @@ def _read_spec(path: Path) -> TaskSpec:
 
 def read_task_specs(root: Path = TASKS_DIR) -> dict[str, TaskSpec]:
     """Every ``<root>/<folder>/task_spec.yaml``, by name, in ``order`` (unordered ones after, by name)."""
-    specs = [_read_spec(path) for path in sorted(root.glob(f"*/{SPEC_FILE}"))]
-    specs.sort(key=lambda s: (s.order is None, s.order if s.order is not None else 0, s.name))
-    return {spec.name: spec for spec in specs}
+    specs = {spec.name: spec for spec in map(_read_spec, sorted(root.glob(f"*/{SPEC_FILE}")))}
+    return {name: specs[name] for name in _ordered_by(specs, "order")}
 
 
 def _ordered_by(specs: Mapping[str, TaskSpec], key: str) -> tuple[str, ...]:
+    """Task names by the integer attribute ``key``; tasks without one after the others, by name."""
     ranked = sorted(specs.values(), key=lambda s: (getattr(s, key) is None, getattr(s, key) or 0, s.name))
     return tuple(s.name for s in ranked)
 

@@ -29,7 +29,7 @@ from .demos import FixedDemoSampler
 from .instruction import resolve_instruction
 from .options import OptionError, TaskOptions
 from .perturbed import PerturbedText, add_perturbed_fields, perturbation_record
-from .rows import ROW_FIELDS
+from .rows import ROW_FIELDS, repeated_rows
 from .sampling import MissingClassError, select_indices, truncate_fields
 from .scoring import choice_predictions, continuation_token_count, first_line, quasi_exact_match
 from .specs import get_spec
@@ -70,12 +70,11 @@ def score_tokenizer(options: TaskOptions, metadata: dict[str, Any]):
 
 
 def _repeated_items(spec, evaluation) -> int:
-    """How many evaluated rows repeat an earlier one in every field the task reads."""
-    if spec.name not in ROW_FIELDS:
+    """How many evaluated rows repeat an earlier one in every field the task reads (``rows.repeated_rows``)."""
+    if spec.name not in ROW_FIELDS:  # Instruction Induction rows are checked by their own loader
         return 0
-    names = [name for name in ROW_FIELDS[spec.name] if name in evaluation.column_names]
-    keys = [json.dumps(values, sort_keys=True, default=str) for values in zip(*(evaluation[name] for name in names))]
-    return len(keys) - len(set(keys))
+    read = [name for name in ROW_FIELDS[spec.name] if name in evaluation.column_names]
+    return len(repeated_rows(spec.name, evaluation.select_columns(read)))
 
 
 def setting_of(num_fewshot: int, options: TaskOptions) -> str:
@@ -165,7 +164,7 @@ class InstructEvalTask(ConfigurableTask):
         ``self._test_ids``; a sample larger than the rows is an :class:`OptionError` naming ``where``."""
         try:
             self._test_ids = select_indices(labels, size, self.options.test_sample, self.options.test_seed,
-                                            classes=self.spec.classes if labels is not None else None)
+                                            classes=self.spec.classes)
         except MissingClassError as err:
             raise OptionError(
                 f"{self.spec.task_name}: metadata test_sample={self.options.test_sample} must be balanced over the "

@@ -86,7 +86,7 @@ def draw_rows(spec: TaskSpec, rows: Sequence[Mapping[str, Any]], pool: Sequence[
 
     labels = [rows[i][spec.label_field] for i in pool] if spec.balanced else None
     try:
-        positions = select_indices(labels, len(pool), n, 0, rng, classes=spec.classes if labels is not None else None)
+        positions = select_indices(labels, len(pool), n, 0, rng, classes=spec.classes)
     except ValueError as err:
         raise InduceError(
             f"{spec.task_name}: cannot draw {n} rows for {what} from {len(pool)} train rows ({err}); use a smaller number"

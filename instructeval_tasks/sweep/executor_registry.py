@@ -35,7 +35,9 @@ def _ray(*, workers: int | None, ray_address: str | None, worker_resources: str 
     from .ray_executor import RayExecutor, check_reachable
 
     if ray_address:
-        check_reachable(ray_address)  # before the output folder and the model load, also for --dry-run
+        # Before the output folder and the model load, also for --dry-run: else Ray retries for
+        # minutes, printing its C++ warnings.
+        check_reachable(ray_address)
     return RayExecutor(workers=workers or 1, address=ray_address, resources=parse_worker_resources(worker_resources))
 
 

@@ -166,7 +166,7 @@ class LeaderboardStockTask(ConfigurableTask):
         if record["test_sample"] is not None:  # scored through ``samples`` (see the module docstring)
             labels = evaluation[self.spec.label_field] if self.spec.balanced else None
             self._test_ids = select_indices(labels, len(evaluation), record["test_sample"], record["test_seed"],
-                                            classes=self.spec.classes if labels is not None else None)
+                                            classes=self.spec.classes)
         fields = self.run.counterpart.fields
         if fields:
             for split_rows in (train, evaluation):

@@ -166,7 +166,6 @@ class RayExecutor:
         env = {k: v for k, v in os.environ.items() if k.startswith(FORWARDED_ENV_PREFIXES)}
         kwargs: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": False}
         if self.address:
-            check_reachable(self.address)  # else Ray retries for minutes, printing its C++ warnings
             # Workers on other machines do not inherit this environment.
             kwargs["runtime_env"] = {"env_vars": env} if env else None
             try:

@@ -29,7 +29,7 @@ from instructeval_tasks.errors import UserError
 
 from .identity import RUN_FINGERPRINT_KEY, differing_fields
 from .atomic_files import atomic_write_text
-from .lock import RUN_LOCK, STORE_LOCK, store_lock
+from .lock import store_lock
 
 
 class SweepStoreError(UserError, RuntimeError):
@@ -132,8 +132,8 @@ class SweepStore:
     def remove_if_unused(self, created: list[Path]) -> None:
         """Remove the folders in ``created`` (made by this run) that hold nothing but this run's plan
         and lock files: a run that failed before its first result leaves no empty folder behind."""
-        def bookkeeping(name: str) -> bool:  # the plan, the run, store and shard locks
-            return name in ("sweep.json", RUN_LOCK, STORE_LOCK) or (name.startswith(".instructeval.") and name.endswith(".lock"))
+        def bookkeeping(name: str) -> bool:  # the plan; the run, store and shard locks (lock.py's names)
+            return name == "sweep.json" or (name.startswith(".instructeval.") and name.endswith(".lock"))
 
         def claims(entry: Path) -> bool:  # the chunk claims of this run (``shards``): lock files only
             return entry.name == ".claims" and entry.is_dir() and all(c.name.endswith(".lock") for c in entry.iterdir())
