@@ -64,6 +64,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="fit the budgeted sweeps' item-response model without a method effect")
     parser.add_argument("--model-alias", dest="model_alias", action="append", default=[], metavar="NAME=LABEL",
                         help="compare stock results of model NAME with the InstructEval runs of LABEL (repeatable)")
+    parser.add_argument("--write-back", dest="write_back", action="store_true",
+                        help="also write each model's sensitivity card (instructeval_sensitivity_<model>.json, "
+                        "results-shaped) into the folder of its results files")
     parser.add_argument("--leaderboard-map", dest="leaderboard_map", default=None, metavar="FILE",
                         help="YAML map of InstructEval task -> stock task and metric (default: the shipped one)")
 
@@ -139,6 +142,16 @@ def run(args: argparse.Namespace) -> int:
     warnings = [i for i in result.issues if i.level == "warning"]
     for issue in errors + warnings:
         print(str(issue), file=sys.stderr)
+    from .sensitivity_report import summary_lines, write_back
+
+    for line in summary_lines(result.cards):
+        print(line)
+    if getattr(args, "write_back", False):
+        back, problems = write_back(result)
+        for problem in problems:
+            print(f"instructeval: warning: {problem}", file=sys.stderr)
+        if back:
+            print(f"wrote the sensitivity cards beside the results: {', '.join(back)}")
     print(
         f"wrote {len(result.tables)} tables, {len(written['plots'])} figures and {written['report']} "
         f"({len(errors)} error(s), {len(warnings)} warning(s))"

@@ -13,7 +13,7 @@ the start of every run, restores such a previous report to ``<name>`` and delete
 processes that are no longer running.
 
 Since the whole folder is replaced, ``--out`` must be new, empty, or an earlier report (only
-``tables/ data/ plots/ summary.json report.html``): a folder holding anything else (``--out .``,
+``tables/ data/ plots/ sensitivity/ summary.json report.html``): a folder holding anything else (``--out .``,
 ``--out runs/``) is refused rather than deleted.
 
 Example::
@@ -35,7 +35,7 @@ from typing import Iterator
 
 from .issues import AggregationError
 
-REPORT_ENTRIES = frozenset({"tables", "data", "plots", "summary.json", "report.html"})
+REPORT_ENTRIES = frozenset({"tables", "data", "plots", "sensitivity", "summary.json", "report.html"})
 _LEFTOVER = re.compile(r"\.(?P<name>.+)\.(?P<kind>partial|previous)-(?P<pid>\d+)")
 
 

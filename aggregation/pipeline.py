@@ -24,6 +24,7 @@ from .per_instruction import choose_metrics, per_instruction
 from .registry import Registry, resolve_models
 from .relative_gain import accuracy_long, gain_cells, relative_gains, sensitivity_long, two_level_mean
 from .samples import ItemMatrix, build_item_matrix
+from .sensitivity_card import build_cards
 from .summaries import grouped_cells, grouped_table, main_table, range_table, significance_table, type_averages, wins_table
 from .tables import Table
 
@@ -132,6 +133,7 @@ class Aggregates:
     item_matrices: dict = field(default_factory=dict, repr=False)  # (model, task) -> ItemMatrix
     leaderboard: Any = None  # a leaderboard.LeaderboardComparison when the inputs hold stock results
     budget: BudgetEstimates | None = None  # estimates of budgeted sweeps (instructeval run --budget)
+    cards: list = field(default_factory=list)  # sensitivity_card.SensitivityCard per (model, task, setting)
 
     def table(self, name: str) -> pd.DataFrame:
         """The numeric frame of one table (e.g. ``"gain_few_shot"``)."""
@@ -286,6 +288,7 @@ def aggregate(runset: RunSet, options: AggregateOptions | None = None, **overrid
         item_matrices=matrices,
         budget=budget,
     )
+    result.cards = build_cards(result)
     if options.strict:
         issues.raise_if(strict=True)
     return result

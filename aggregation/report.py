@@ -107,6 +107,10 @@ def _write_all(aggregates: Aggregates, out: Path, *, plots: bool) -> dict[str, A
         from .budget_report import write_budget_files
 
         written_tables += write_budget_files(aggregates.budget, data_dir, tables_dir, aggregates.options.decimals)
+    if aggregates.cards:
+        from .sensitivity_report import write_card_files
+
+        write_card_files(aggregates, out / "sensitivity", data_dir)
     summary = aggregates.summary()
     plot_paths: list[Path] = []
     plot_note = ""
@@ -235,6 +239,10 @@ def render_html(aggregates: Aggregates, plot_paths: list[Path], plot_note: str =
         from .leaderboard_report import leaderboard_html
 
         parts.append(leaderboard_html(aggregates.leaderboard, aggregates.tables, figures, _img))
+    if aggregates.cards:
+        from .sensitivity_report import cards_html
+
+        parts.append(cards_html(aggregates.cards, _frame_html))
     if plot_note:
         parts.append(f"<p class='note'>{html.escape(plot_note)}</p>")
     parts.append("<h2>Models</h2>")

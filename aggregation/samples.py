@@ -32,7 +32,54 @@ MEAN_TOLERANCE = 1e-6
 
 
 def read_sample_values(path: str, metric: str, *, filter_name: str = "none") -> tuple[np.ndarray, np.ndarray]:
-    """``(doc_ids, values)`` of ``metric`` from a samples JSONL file, sorted by ``doc_id``.
+    """``(doc_ids, values)`` of ``metric`` from a samples JSONL file, sorted by ``doc_id`` (see :func:`read_samples`)."""
+    doc_ids, values, _ = read_samples(path, metric, filter_name=filter_name)
+    return doc_ids, values
+
+
+def gold_loglikelihood(record: dict) -> float:
+    """The log-likelihood the model gave the gold answer of one samples line; NaN if it has none.
+
+    For a log-likelihood (multiple-choice) request, ``filtered_resps`` holds one ``[ll, is_greedy]``
+    pair per choice and ``target`` is the gold choice's index (an integer or its digits) or its
+    text, matched against the requests' continuations (``arguments``), stripped. A generation
+    line (a string response) has none.
+    """
+    resps = record.get("filtered_resps", record.get("resps"))
+    if not isinstance(resps, list) or not resps:
+        return math.nan
+    pairs = [r[0] if isinstance(r, list) and len(r) == 1 and isinstance(r[0], list) else r for r in resps]
+    if not all(isinstance(p, list) and len(p) == 2 for p in pairs):
+        return math.nan
+    target = record.get("target")
+    index = None
+    if isinstance(target, int) and not isinstance(target, bool):
+        index = target
+    elif isinstance(target, str) and target.strip().isdigit():
+        index = int(target.strip())
+    elif isinstance(target, str):
+        arguments = record.get("arguments")
+        continuations = []
+        if isinstance(arguments, dict):
+            continuations = [a.get("arg_1") for a in arguments.values() if isinstance(a, dict)]
+        elif isinstance(arguments, list):
+            continuations = [a[1] if isinstance(a, list) and len(a) > 1 else None for a in arguments]
+        matches = [k for k, c in enumerate(continuations) if isinstance(c, str) and c.strip() == target.strip()]
+        index = matches[0] if len(matches) == 1 else None
+    if index is None or not 0 <= index < len(pairs):
+        return math.nan
+    try:
+        value = float(pairs[index][0])
+    except (TypeError, ValueError):
+        return math.nan
+    return value if math.isfinite(value) else math.nan
+
+
+def read_samples(path: str, metric: str, *, filter_name: str = "none") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(doc_ids, values, gold_ll)`` from a samples JSONL file, sorted by ``doc_id``.
+
+    ``values`` are the per-item ``metric`` values; ``gold_ll`` the gold answer's log-likelihood
+    per item (:func:`gold_loglikelihood`; NaN for generation tasks).
 
     Only lines of filter ``filter_name`` are read when the file has several filters.
 
@@ -41,7 +88,7 @@ def read_sample_values(path: str, metric: str, *, filter_name: str = "none") -> 
         UTF-8, nested absurdly deep), a missing or non-integer ``doc_id``, a missing metric value,
         or a repeated ``doc_id``.
     """
-    rows: dict[str, list[tuple[int, float]]] = {}
+    rows: dict[str, list[tuple[int, float, float]]] = {}
     try:
         with open(path, "rb") as handle:
             lines = handle.read().split(b"\n")
@@ -66,7 +113,7 @@ def read_sample_values(path: str, metric: str, *, filter_name: str = "none") -> 
             number = math.nan
         if not math.isfinite(number):
             raise AggregationError(f"{where}: no numeric {metric!r} value")
-        rows.setdefault(str(record.get("filter", "none")), []).append((doc_id, number))
+        rows.setdefault(str(record.get("filter", "none")), []).append((doc_id, number, gold_loglikelihood(record)))
     if not rows:
         raise AggregationError(f"samples file {path}: empty")
     if filter_name in rows:
@@ -75,11 +122,11 @@ def read_sample_values(path: str, metric: str, *, filter_name: str = "none") -> 
         chosen = next(iter(rows.values()))
     else:
         raise AggregationError(f"samples file {path}: filters {sorted(rows)} and none is {filter_name!r}")
-    chosen.sort()
-    doc_ids = np.array([d for d, _ in chosen], dtype=np.int64)
+    chosen.sort(key=lambda row: row[0])
+    doc_ids = np.array([row[0] for row in chosen], dtype=np.int64)
     if len(np.unique(doc_ids)) != len(doc_ids):
         raise AggregationError(f"samples file {path}: a doc_id appears more than once")
-    return doc_ids, np.array([v for _, v in chosen], dtype=np.float64)
+    return doc_ids, np.array([row[1] for row in chosen], dtype=np.float64), np.array([row[2] for row in chosen], dtype=np.float64)
 
 
 InstructionKey = tuple[str, str]  # (method, instruction)
@@ -95,6 +142,8 @@ class ItemMatrix:
         metric_rows: ``{metric: {(method, instruction): [row, ...]}}``; an instruction's metric is
             the mean over its rows of the row means (zero_shot: 1 row; few_shot / perturbed: one
             row per variant; worst_case: one derived row per demo seed).
+        gold_ll: ``rows x items`` log-likelihoods of the gold answer (the variants' rows; NaN in
+            derived rows), or ``None`` when some variant's samples have none (generation tasks).
     """
 
     model: str
@@ -102,6 +151,7 @@ class ItemMatrix:
     doc_ids: np.ndarray
     values: np.ndarray
     metric_rows: dict[str, dict[InstructionKey, list[int]]] = field(default_factory=dict)
+    gold_ll: np.ndarray | None = None
 
     def point(self, metric: str) -> dict[InstructionKey, float]:
         """Each instruction's value of ``metric`` on all items."""
@@ -141,14 +191,15 @@ def build_item_matrix(
         return None
     cache = {} if cache is None else cache
     rows: list[np.ndarray] = []
+    lls: list[np.ndarray] = []
     ref: np.ndarray | None = None
     index: dict[tuple, int] = {}
     for v in used:
         try:
             key = (v.samples_path, metric)
             if key not in cache:
-                cache[key] = read_sample_values(v.samples_path, metric)
-            doc_ids, values = cache[key]
+                cache[key] = read_samples(v.samples_path, metric)
+            doc_ids, values, gold = cache[key]
         except AggregationError as err:
             issues.warn("bad-samples", f"{where}: {err}; no item-level results for this (model, task)", v.file, v.name)
             return None
@@ -175,7 +226,9 @@ def build_item_matrix(
             return None
         index[v.identity()] = len(rows)
         rows.append(values)
-    matrix = ItemMatrix(model, task, ref, np.vstack(rows))
+        lls.append(gold)
+    gold_ll = np.vstack(lls)
+    matrix = ItemMatrix(model, task, ref, np.vstack(rows), gold_ll=gold_ll if np.isfinite(gold_ll).all() else None)
     metric_rows: dict[str, dict[InstructionKey, list[int]]] = {m: {} for m in ("zero_shot", "few_shot", "perturbed", "worst_case")}
     for v in used:
         metric_rows[v.setting].setdefault((v.method, v.instruction), []).append(index[v.identity()])
@@ -194,5 +247,7 @@ def build_item_matrix(
         extra.append(np.min(np.vstack(stack), axis=0))
     if extra:
         matrix.values = np.vstack([matrix.values] + extra)
+        if matrix.gold_ll is not None:
+            matrix.gold_ll = np.vstack([matrix.gold_ll, np.full((len(extra), matrix.values.shape[1]), np.nan)])
     matrix.metric_rows = {m: r for m, r in metric_rows.items() if r}
     return matrix

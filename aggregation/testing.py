@@ -69,6 +69,7 @@ class SyntheticVariant:
     metadata: dict[str, Any] = field(default_factory=dict)
     drop_metadata: tuple[str, ...] = ()
     doc_ids: Sequence[int] | None = None  # items of ``correct`` (default 0..len-1): a budgeted variant's cells
+    gold_ll: Sequence[float] | None = None  # per-item log-likelihood of the gold choice (default -1.0)
     n_test: int | None = None  # test sample size (default len(correct))
 
     @property
@@ -199,14 +200,15 @@ def sample_lines(v: SyntheticVariant) -> list[dict[str, Any]]:
     names = list(v.metric_values())
     rows = []
     doc_ids = list(v.doc_ids) if v.doc_ids is not None else list(range(len(v.correct)))
-    for doc_id, c in zip(doc_ids, v.correct):
+    gold = list(v.gold_ll) if v.gold_ll is not None else [-1.0] * len(v.correct)
+    for doc_id, c, ll in zip(doc_ids, v.correct, gold):
         row = {
             "doc_id": doc_id,
             "doc": {"id": doc_id, "text": f"item {doc_id}"},
             "target": "0",
             "arguments": {"gen_args_0": {"arg_0": "ctx", "arg_1": " a"}},
-            "resps": [[["-1.0", "False"]]],
-            "filtered_resps": [["-1.0", "False"]],
+            "resps": [[[repr(float(ll)), "False"]]],
+            "filtered_resps": [[repr(float(ll)), "False"]],
             "filter": "none",
             "metrics": names,
             "doc_hash": f"d{doc_id}",
