@@ -153,6 +153,7 @@ p.note{font-size:.8em;color:#555;margin:.2em 0 1em}
 .error{color:#a00}.warning{color:#a60}.noteissue{color:#555}
 img.fig{max-width:100%;border:1px solid #eee;margin:.5em 0}
 code{background:#f4f4f4;padding:0 .2em}
+table.card small{color:#666;white-space:nowrap}div.wide{overflow-x:auto}
 """
 
 

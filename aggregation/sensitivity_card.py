@@ -11,11 +11,18 @@ in that setting (one zero-shot variant; one few-shot or perturbed variant per de
 accuracy is the setting's accuracy in the main tables.
 
 **Intervals.** A two-way ("pigeonhole", Owen 2007) bootstrap: each replicate draws the
-instructions *and* the items with replacement, independently, and recomputes every measure; the
-interval is the percentile interval. Resampling both says how much each number would move with
-other instructions of the same kind and other items of the same task; it is conservative for the
-variance components. Permutational sensitivity, known only per instruction, resamples
-instructions only. Every draw is seeded from ``--seed`` and the (model, task, setting).
+instructions *and* the items with replacement, independently, and recomputes every measure.
+Resampling both says how much each number would move with other instructions of the same kind and
+other items of the same task. The interval is for the measure's expected value at these numbers of
+instructions and items: ``[m - (q_hi - mean*), m - (q_lo - mean*)]`` with ``m`` the estimate,
+``q`` the replicates' quantiles and ``mean*`` their mean (a basic interval centred on the estimate).
+Plain percentile intervals would be shifted: a replicate's duplicated items add a second layer of
+item noise, so every noise-driven measure (spread, selectional sensitivity, the instruction SD) runs
+higher in the replicates than in the data -- by a whole interval width for a selectional
+sensitivity that is item noise only. Intervals are widened to hold the estimate where a lumpy,
+skewed replicate distribution (few items; a minimum at 0) would leave it out, and clipped to the
+measure's range (>= 0; points <= 100). Permutational sensitivity, known only per instruction, resamples instructions only. Every
+draw is seeded from ``--seed`` and the (model, task, setting).
 
 Without per-sample logs (or for a budgeted sweep, whose cells are estimated), the card keeps the
 measures computed from per-instruction accuracies and marks the item-level ones as unavailable,
@@ -278,6 +285,10 @@ def _bootstrap(measures, setting, Y, LL, acc, selection_rows, permutational, wor
     rng = rng_for(seed, "sensitivity-card", *key, n_inst, n_items)
     draws: dict[str, list[float]] = {name: [] for name, m in measures.items() if m.value is not None}
     perm = np.asarray(permutational if permutational is not None else [], dtype=np.float64)
+    # Demo sets x items per instruction, stacked when every instruction has as many demo sets.
+    stacked = None
+    if selection_rows is not None and len({r.shape for r in selection_rows}) == 1:
+        stacked = np.stack(selection_rows)
     for _ in range(n_boot):
         rows = rng.integers(0, n_inst, size=n_inst)
         cols = rng.integers(0, n_items, size=n_items) if n_items else None
@@ -290,7 +301,10 @@ def _bootstrap(measures, setting, Y, LL, acc, selection_rows, permutational, wor
         else:
             values.update(_point_measures(acc[rows]))
         if setting == "few_shot":
-            if selection_rows is not None and cols is not None:
+            if stacked is not None and cols is not None and stacked.shape[1] > ddof:
+                sds = np.std(stacked[rows][:, :, cols].mean(axis=2), axis=1, ddof=ddof)
+                values["selectional"] = 100.0 * float(sds.mean())
+            elif selection_rows is not None and cols is not None:
                 sds = np.array([_stdev(selection_rows[r][:, cols].mean(axis=1), ddof) for r in rows])
                 if np.isfinite(sds).any():
                     values["selectional"] = 100.0 * float(np.nanmean(sds))
@@ -304,11 +318,26 @@ def _bootstrap(measures, setting, Y, LL, acc, selection_rows, permutational, wor
     tail = (1.0 - level) / 2.0
     for name, values_ in draws.items():
         if len(values_) >= max(10, n_boot // 2):
-            low, high = np.quantile(np.asarray(values_), [tail, 1.0 - tail])
-            measures[name].ci_low, measures[name].ci_high = float(low), float(high)
+            reps = np.asarray(values_)
+            low, high = np.quantile(reps, [tail, 1.0 - tail])
+            centre, estimate = float(reps.mean()), float(measures[name].value)
+            # A skewed, lumpy replicate distribution (few items, a minimum at 0) can push both ends
+            # past the estimate: the interval is widened to hold it.
+            lo, hi = _clip(name, min(estimate - (high - centre), estimate), max(estimate - (low - centre), estimate))
+            measures[name].ci_low, measures[name].ci_high = lo, hi
     resampled = ["instructions", "items"] if Y is not None else ["instructions"]
-    return {"replicates": n_boot, "level": level, "seed": seed, "resampled": resampled,
-            "method": "two-way percentile bootstrap (instructions and items drawn independently with replacement)"}
+    return {"replicates": n_boot, "level": level, "seed": seed, "resampled": resampled, "method": BOOTSTRAP_METHOD}
+
+
+BOOTSTRAP_METHOD = ("two-way bootstrap (instructions and items drawn independently with replacement); interval: "
+                    "the estimate minus the replicates' deviations from their mean, widened to hold the estimate, "
+                    "clipped to the measure's range")
+
+
+def _clip(name: str, low: float, high: float) -> tuple[float, float]:
+    """Clip an interval to the measure's range: every measure is >= 0; points <= 100; PSS <= 1."""
+    top = {"points": 100.0, "fraction": 1.0}.get(MEASURES[name].unit, math.inf)
+    return min(max(low, 0.0), top), min(max(high, 0.0), top)
 
 
 # ------------------------------------------------------------------------------------- from data

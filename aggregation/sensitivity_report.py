@@ -146,44 +146,52 @@ def write_back(aggregates) -> tuple[list[str], list[str]]:
 
 def cards_html(cards: Sequence[SensitivityCard], frame_html: Callable[..., str]) -> str:
     """The report's "Sensitivity cards" section: one table per setting, a legend of the measures."""
+    level = next((c.bootstrap.get("level") for c in cards if c.bootstrap.get("replicates")), None)
+    interval = (f"under each value, its {level:.0%} interval from a bootstrap over both instructions and items"
+                if level else "no intervals (--bootstrap 0)")
     parts = ["<h2>Sensitivity cards</h2>",
-             "<p class='note'>Every prompt-sensitivity measure per (model, task, setting); brackets: percentile "
-             "intervals of a bootstrap over both instructions and items (sensitivity/card.json has them all). "
-             "Points unless noted: PSS is a fraction of instruction pairs, POSIX in nats.</p>"]
-    shown = ("avgp", "minp", "maxp", "spread", "cps", "q05", "q50", "q95", "pss", "posix", "instruction_sd",
-             "item_noise_sd", "selectional", "permutational", "worst_case")
+             f"<p class='note'>Every prompt-sensitivity measure per (model, task, setting); {interval} "
+             "(sensitivity/card.json has them all, with the reason for each n/a). Points unless noted: "
+             "PSS is a fraction of instruction pairs, POSIX in nats.</p>"]
+    shown = ("avgp", "minp", "maxp", "spread", "instruction_sd", "item_noise_sd", "cps", "q05", "q50", "q95", "pss",
+             "posix", "selectional", "permutational", "worst_case")
     for setting in ("zero_shot", "few_shot", "perturbed"):
         part = [c for c in cards if c.setting == setting]
         if not part:
             continue
         names = [n for n in shown if n in SETTING_MEASURES[setting]]
+        head = "".join(f"<th>{html.escape(h)}</th>" for h in ("model", "task", "instructions", "items"))
+        head += "".join(f"<th title='{html.escape(MEASURES[n].formula)}'>{html.escape(MEASURES[n].title)}</th>" for n in names)
         rows = []
         for card in part:
-            row: dict[str, Any] = {"model": card.model, "task": card.task, "instructions": len(card.instructions),
-                                   "items": card.n_items if card.n_items is not None else ""}
-            for name in names:
-                m = card.measures.get(name)
-                row[MEASURES[name].title] = _cell(m)
-            rows.append(row)
+            cells = [f"<td class='l'>{html.escape(card.model)}</td>", f"<td class='l'>{html.escape(card.task)}</td>",
+                     f"<td>{len(card.instructions)}</td>", f"<td>{card.n_items if card.n_items is not None else ''}</td>"]
+            cells += [_cell_html(name, card.measures.get(name)) for name in names]
+            rows.append("<tr>" + "".join(cells) + "</tr>")
         parts.append(f"<h3>{html.escape(setting.replace('_', '-'))}</h3>")
-        parts.append(frame_html(pd.DataFrame(rows)))
+        parts.append(f"<div class='wide'><table class='t card'><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}"
+                     "</tbody></table></div>")
     legend = pd.DataFrame([{"measure": m.title, "unit": m.unit, "formula": m.formula, "source": m.source} for m in MEASURES.values()])
     parts.append("<h3>Measures</h3>")
     parts.append(frame_html(legend))
     return "\n".join(parts)
 
 
-def _cell(m) -> str:
+def _digits(name: str) -> int:
+    return 1 if MEASURES[name].unit == "points" else 3
+
+
+def _cell_html(name: str, m) -> str:
     if m is None:
-        return ""
+        return "<td></td>"
     d = m.as_dict()
     if d["value"] is None:
-        return "n/a"
-    digits = 3 if abs(d["value"]) < 1 else 1
-    text = f"{d['value']:.{digits}f}"
+        return f"<td title='{html.escape(d.get('why', ''))}'>n/a</td>"
+    k = _digits(name)
+    text = f"{d['value']:.{k}f}"
     if d["ci_low"] is not None and d["ci_high"] is not None:
-        text += f" [{d['ci_low']:.{digits}f}, {d['ci_high']:.{digits}f}]"
-    return text
+        text += f"<br><small>{d['ci_low']:.{k}f}&ndash;{d['ci_high']:.{k}f}</small>"
+    return f"<td>{text}</td>"
 
 
 def summary_lines(cards: Sequence[SensitivityCard]) -> list[str]:
