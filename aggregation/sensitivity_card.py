@@ -279,46 +279,97 @@ def build_card(
                            measures, boot, estimated=estimated, notes=notes)
 
 
+def _batch_point(acc: np.ndarray) -> dict[str, np.ndarray]:
+    """:func:`_point_measures` of each row of ``acc`` (replicates x instructions)."""
+    best, mean = acc.max(axis=1), acc.mean(axis=1)
+    out = {"avgp": mean, "maxp": best, "minp": acc.min(axis=1), "spread": best - acc.min(axis=1),
+           "cps": (1.0 - (best - mean)) * best}
+    for key, values in zip(QUANTILE_KEYS, np.quantile(acc, QUANTILES, axis=1)):
+        out[key] = values
+    return {k: 100.0 * v for k, v in out.items()}
+
+
+def _batch_pair_mean(values: np.ndarray) -> np.ndarray:
+    """Per replicate, the item mean of the mean absolute difference over instruction pairs (as
+    ``sensitivity_measures._mean_abs_pair_difference``), for ``replicates x instructions x items``."""
+    n = values.shape[1]
+    weights = 2.0 * np.arange(n) - n + 1.0
+    per_item = np.einsum("i,bij->bj", weights, np.sort(values, axis=1)) / (n * (n - 1) / 2.0)
+    return per_item.mean(axis=1)
+
+
+def _batch_item(Yb: np.ndarray, LLb: np.ndarray | None) -> dict[str, np.ndarray]:
+    """:func:`_item_measures` of each replicate of ``Yb`` (replicates x instructions x items)."""
+    n_inst, n_items = Yb.shape[1], Yb.shape[2]
+    grand = Yb.mean(axis=(1, 2), keepdims=True)
+    row = Yb.mean(axis=2, keepdims=True)
+    col = Yb.mean(axis=1, keepdims=True)
+    ms_inst = n_items * ((row - grand) ** 2).sum(axis=(1, 2)) / (n_inst - 1)
+    ms_resid = ((Yb - row - col + grand) ** 2).sum(axis=(1, 2)) / ((n_inst - 1) * (n_items - 1))
+    between = (ms_inst - ms_resid) / n_items
+    between = np.where(between > 1e-12, between, 0.0)
+    out = {"pss": _batch_pair_mean(Yb), "instruction_sd": 100.0 * np.sqrt(between),
+           "item_noise_sd": 100.0 * np.sqrt(ms_resid / n_items)}
+    if LLb is not None:
+        out["posix"] = _batch_pair_mean(LLb)
+    return out
+
+
+# Replicates per batch: at most this many (replicate, instruction, item) cells in memory at once.
+BATCH_CELLS = 2_000_000
+
+
 def _bootstrap(measures, setting, Y, LL, acc, selection_rows, permutational, worst, *, ddof, n_boot, level, seed, key) -> dict[str, Any]:
     n_inst = len(acc)
     n_items = Y.shape[1] if Y is not None else 0
     rng = rng_for(seed, "sensitivity-card", *key, n_inst, n_items)
-    draws: dict[str, list[float]] = {name: [] for name, m in measures.items() if m.value is not None}
+    rows_all = rng.integers(0, n_inst, size=(n_boot, n_inst))
+    cols_all = rng.integers(0, n_items, size=(n_boot, n_items)) if n_items else None
+    draws: dict[str, list[np.ndarray]] = {name: [] for name, m in measures.items() if m.value is not None}
     perm = np.asarray(permutational if permutational is not None else [], dtype=np.float64)
     # Demo sets x items per instruction, stacked when every instruction has as many demo sets.
     stacked = None
     if selection_rows is not None and len({r.shape for r in selection_rows}) == 1:
         stacked = np.stack(selection_rows)
-    for _ in range(n_boot):
-        rows = rng.integers(0, n_inst, size=n_inst)
-        cols = rng.integers(0, n_items, size=n_items) if n_items else None
-        values: dict[str, float] = {}
+    batch = max(1, BATCH_CELLS // max(1, n_inst * max(n_items, 1)))
+    for start in range(0, n_boot, batch):
+        rows = rows_all[start:start + batch]
+        values: dict[str, np.ndarray] = {}
         if Y is not None:
-            Yb = Y[np.ix_(rows, cols)]
-            values.update(_point_measures(Yb.mean(axis=1)))
+            cols = cols_all[start:start + batch]
+            Yb = Y[rows[:, :, None], cols[:, None, :]]
+            values.update(_batch_point(Yb.mean(axis=2)))
             if n_items >= 2:
-                values.update(_item_measures(Yb, LL[np.ix_(rows, cols)] if LL is not None else None))
+                values.update(_batch_item(Yb, LL[rows[:, :, None], cols[:, None, :]] if LL is not None else None))
+            # Item multiplicities of each replicate: a mean over resampled items is counts @ values / J.
+            counts = np.stack([np.bincount(c, minlength=n_items) for c in cols]).astype(np.float64)
         else:
-            values.update(_point_measures(acc[rows]))
+            values.update(_batch_point(acc[rows]))
         if setting == "few_shot":
-            if stacked is not None and cols is not None and stacked.shape[1] > ddof:
-                sds = np.std(stacked[rows][:, :, cols].mean(axis=2), axis=1, ddof=ddof)
-                values["selectional"] = 100.0 * float(sds.mean())
-            elif selection_rows is not None and cols is not None:
-                sds = np.array([_stdev(selection_rows[r][:, cols].mean(axis=1), ddof) for r in rows])
-                if np.isfinite(sds).any():
-                    values["selectional"] = 100.0 * float(np.nanmean(sds))
-            if len(perm) and np.isfinite(perm[rows]).any():
-                values["permutational"] = 100.0 * float(np.nanmean(perm[rows]))
-        if setting == "perturbed" and worst is not None and cols is not None:
-            values["worst_case"] = 100.0 * float(worst[np.ix_(rows, cols)].mean())
+            if stacked is not None and Y is not None and stacked.shape[1] > ddof:
+                set_acc = np.einsum("isj,bj->bis", stacked, counts) / n_items  # replicate x instruction x demo set
+                picked = np.take_along_axis(set_acc, rows[:, :, None], axis=1)
+                values["selectional"] = 100.0 * np.std(picked, axis=2, ddof=ddof).mean(axis=1)
+            elif selection_rows is not None and Y is not None:
+                values["selectional"] = np.array([
+                    100.0 * float(np.nanmean([_stdev(selection_rows[r][:, c].mean(axis=1), ddof) for r in rr]))
+                    for rr, c in zip(rows, cols)])
+            if len(perm):
+                picked = perm[rows]
+                with np.errstate(invalid="ignore"):
+                    values["permutational"] = 100.0 * np.nanmean(np.where(np.isfinite(picked), picked, np.nan), axis=1) \
+                        if np.isfinite(perm).any() else np.full(len(rows), np.nan)
+        if setting == "perturbed" and worst is not None and Y is not None:
+            worst_acc = (worst @ counts.T).T / n_items  # replicate x instruction
+            values["worst_case"] = 100.0 * np.take_along_axis(worst_acc, rows, axis=1).mean(axis=1)
         for name in draws:
-            if name in values and math.isfinite(values[name]):
-                draws[name].append(values[name])
+            if name in values:
+                draws[name].append(np.asarray(values[name], dtype=np.float64))
     tail = (1.0 - level) / 2.0
-    for name, values_ in draws.items():
-        if len(values_) >= max(10, n_boot // 2):
-            reps = np.asarray(values_)
+    for name, parts in draws.items():
+        reps = np.concatenate(parts) if parts else np.array([])
+        reps = reps[np.isfinite(reps)]
+        if len(reps) >= max(10, n_boot // 2):
             low, high = np.quantile(reps, [tail, 1.0 - tail])
             centre, estimate = float(reps.mean()), float(measures[name].value)
             # A skewed, lumpy replicate distribution (few items, a minimum at 0) can push both ends

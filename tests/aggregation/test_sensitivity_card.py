@@ -264,3 +264,18 @@ def test_intervals_are_centred_on_the_estimate_for_noise_driven_measures():
         assert m.ci_low <= m.value <= m.ci_high, name
     sd = card.measures["instruction_sd"]
     assert sd.ci_low == 0.0 <= sd.value <= sd.ci_high  # clipped at 0: no instruction effect
+
+
+def test_batched_replicates_equal_the_measures_one_by_one():
+    from instructeval_aggregation.sensitivity_card import _batch_item, _batch_point, _item_measures, _point_measures
+
+    rng = np.random.default_rng(5)
+    Y = (rng.random((4, 7, 30)) < 0.55).astype(float)
+    LL = -rng.gamma(2.0, 1.0, size=Y.shape)
+    points = _batch_point(Y.mean(axis=2))
+    items = _batch_item(Y, LL)
+    for b in range(len(Y)):
+        one = {**_point_measures(Y[b].mean(axis=1)), **_item_measures(Y[b], LL[b])}
+        for name, value in one.items():
+            batched = points[name][b] if name in points else items[name][b]
+            assert batched == pytest.approx(value, abs=1e-9), name
