@@ -30,7 +30,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--model", required=True, help="harness backend: hf, vllm, local-completions, ...")
     parser.add_argument("--model_args", "--model-args", dest="model_args", default="", help="backend arguments, as for lm_eval")
-    parser.add_argument("--tasks", required=True, help="comma list of task ids (agnews,imdb,..., ii_sum,...), 'all' (the nine) or 'instructeval_ii' (zero-shot only)")
+    parser.add_argument("--tasks", default=None, help="comma list of task ids (agnews,imdb,..., ii_sum,...), 'all' (the nine) or "
+                        "'instructeval_ii' (zero-shot only); required unless --harness-tasks is given")
+    parser.add_argument("--harness-tasks", dest="harness_tasks", default=None, metavar="NAME[:NSHOT],...",
+                        help="lm-eval's own tasks, groups or tags (hellaswag:10,boolq,gsm8k:5,bbh_fewshot_navigate) to "
+                        "sweep the null and generic instructions over, each on its own protocol; the null variant is "
+                        "the stock task (--data-dir reads local copies, see instructeval_tasks/harness/local_data.yaml)")
     parser.add_argument("--methods", default="null,generic", help="comma list of bank methods or 'all' (default null,generic)")
     parser.add_argument("--profile", default="quick", help="protocol profile: paper, original or quick (default quick)")
     parser.add_argument("--output", "--output_path", dest="output", required=True, help="output folder")
@@ -143,6 +148,7 @@ def run(args: argparse.Namespace) -> int:
         leaderboard_map=args.leaderboard_map,
         budget=budget,
         allow_truncation=args.allow_truncation,
+        harness_tasks=args.harness_tasks,
     ))
     print(f"{report.planned} planned, {report.skipped} skipped (done), {report.evaluated} evaluated: {report.output_dir}")
     return 0

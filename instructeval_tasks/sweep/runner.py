@@ -180,7 +180,10 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
     if budget is not None and not isinstance(budget, Budget):
         budget = Budget(budget)
     bank = load_layered_bank(bank_dir)  # the shipped banks with bank_dir's directories on top
-    task_names = resolve_task_names(tasks)  # the nine, ii_<task> ids, or the groups all / instructeval_ii
+    # the nine, ii_<task> ids, or the groups all / instructeval_ii; none when only harness tasks are asked
+    if not tasks and not o.harness_tasks:
+        raise UserError("give --tasks (InstructEval's tasks) and/or --harness-tasks (lm-eval's own tasks)")
+    task_names = resolve_task_names(tasks) if tasks else []
     method_names = resolve_names(methods, bank.methods(), "method")
     if budget is not None:  # a typo would silently estimate the baseline
         budget.check_methods(bank.methods())
@@ -228,6 +231,23 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
         for run in stock_runs:  # stock results are checked on resume like the variants
             run.metadata[RUN_FINGERPRINT_KEY] = for_task(run_fp, run.counterpart.task)
 
+    harness: list = []  # (harness task, instruction) variants of --harness-tasks
+    harness_configs: dict = {}
+    if o.harness_tasks:
+        from .harness_runs import plan_harness
+
+        if executor != "local" or part or budget is not None:
+            raise UserError("--harness-tasks runs on the local executor, without --shard or --budget, for now; "
+                            "run the harness tasks in a separate local run into the same --output")
+        harness, identities, harness_configs = plan_harness(
+            o.harness_tasks, method_names, bank, instructions_per_method=prof.instructions_per_method,
+            instruction_seed=prof.instruction_seed, test_sample=prof.test_sample, test_seed=prof.test_seed,
+            data_dir=data_dir, echo=echo)
+        run_fp["data"].update({f"harness:{name}": ident for name, ident in identities.items()})
+        for variant in harness:
+            variant.metadata.update({**model_meta, "model_label": label,
+                                     RUN_FINGERPRINT_KEY: for_task(run_fp, f"harness:{variant.task}")})
+
     datasets.disable_progress_bars()  # one sweep bar, not one "Map" bar per variant
     classes = preflight(plan, prof, metadata, classes=budget is not None)
     budget_totals = apply_budget(plan, metadata, classes, budget) if budget is not None else None
@@ -241,11 +261,13 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
     store = SweepStore(output, label)
     planned = {name: meta["variant_fingerprint"] for name, meta in metadata.items()}
     planned.update({run.name: run.fingerprint for run in stock_runs})
+    planned.update({v.name: v.fingerprint for v in harness})
 
     mine = part.select(plan) if part else plan  # this shard's variants (all without --shard)
     what = f"shard {part} of the sweep: {len(mine)} of {len(plan)}" if part else f"sweep: {len(plan)}"
 
     stock_pending: list = []  # the stock runs not saved yet (resume_state fills it)
+    harness_pending: list = []  # likewise, the harness-task variants
 
     def resume_state() -> list[Variant]:
         """The variants still to run; refuses results of another model, data or protocol."""
@@ -253,6 +275,7 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
         done = store.finished()
         store.check_conflicts(planned, done, budget=budget.as_dict() if budget is not None else None)
         stock_pending[:] = [run for run in stock_runs if run.name not in done]
+        harness_pending[:] = [v for v in harness if v.name not in done]
         return [v for v in mine if v.name not in done]
 
     plan_record = {
@@ -269,6 +292,7 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
         "instructions": sorted({(v.task, v.entry.method, v.entry.id, v.entry.sha, v.entry.text) for v in plan}),
         "variants": [v.name for v in plan],
         "leaderboard": [run.metadata["leaderboard"] for run in stock_runs],
+        "harness": [{"name": v.name, **v.metadata["harness"]} for v in harness],
         BUDGET_KEY: budget_totals,
     }
 
@@ -276,6 +300,12 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
         if stock_runs:
             echo(f"leaderboard: {len(stock_runs)} stock task(s), {len(stock_pending)} to run: "
                  + ", ".join(f"{r.name} ({r.counterpart.num_fewshot}-shot {r.counterpart.metric})" for r in stock_runs))
+        if harness:
+            shots = {}
+            for v in harness:
+                shots.setdefault(v.task, v.num_fewshot)
+            echo(f"harness tasks: {len(harness)} variant(s) of {len(shots)} task(s), {len(harness_pending)} to run: "
+                 + ", ".join(f"{name} ({shot}-shot)" for name, shot in shots.items()))
 
     if dry_run:  # reads the folder, writes nothing (no folder, no sweep.json, no lock file)
         pending = resume_state()
@@ -303,11 +333,13 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
             report = SweepReport(store.root, planned=len(mine), skipped=len(mine) - len(pending), plan=plan_record)
             echo(f"{what} variants planned, {report.skipped} already done, {len(pending)} to run -> {store.root}")
             announce_stock()
-            if not pending and not stock_pending:
+            if not pending and not stock_pending and not harness_pending:
                 report.seconds = time.monotonic() - start
                 return report
 
             spec = ModelSpec(model, model_args, label, batch_size=batch_size, max_batch_size=max_batch_size, device=device)
+            if harness_pending and runner.lm is None:  # one model for the sweep's variants and the harness tasks
+                runner.lm = spec.load()
             stock = None
             if stock_pending:  # the local executor (checked above): the stock tasks share its model
                 from .leaderboard import StockSchedule  # stock tasks run as soon as their task's variants are saved
@@ -317,8 +349,17 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
                 stock = StockSchedule(stock_pending, pending, lm=runner.lm, store=store, model=model, args_dict=args_dict,
                                       label=label, batch_size=batch_size, device=spec.resolved_device(),
                                       log_samples=log_samples, write=echo)
-            _evaluate_pending(runner, chunk_jobs(pending, metadata), spec, prof, store, report, planned=planned,
-                              log_samples=log_samples, progress=progress, echo=echo, stock=stock)
+            if pending or stock_pending:
+                _evaluate_pending(runner, chunk_jobs(pending, metadata), spec, prof, store, report, planned=planned,
+                                  log_samples=log_samples, progress=progress, echo=echo, stock=stock)
+            if harness_pending:  # lm-eval's own tasks, instructed, on the same model (local executor)
+                from .harness_runs import run_harness
+
+                files = run_harness(runner.lm, harness_pending, harness_configs, store, data_dir=data_dir,
+                                    extra_metadata=lambda v: {}, model=model, args_dict=args_dict, label=label,
+                                    batch_size=batch_size, device=spec.resolved_device(), log_samples=log_samples, write=echo)
+                report.result_files.extend(files)
+                report.evaluated += len(harness_pending)
     except UserError:  # e.g. the model cannot load: leave no empty folder behind
         store.remove_if_unused(created)
         raise

@@ -54,6 +54,9 @@ class SweepOptions:
         budget: a fraction of the (instruction, item) grid, or a ``Budget`` (fraction, seed, ...).
         allow_truncation: run variants whose prompts exceed the model's window (refused by default:
             the harness cuts from the left, instruction first) and record per item what was cut.
+        harness_tasks: lm-eval's own tasks (tasks, groups or tags, ``"hellaswag:10,gsm8k:5"``) to sweep
+            the task-agnostic instructions over, each on its own protocol (``sweep.harness_runs``);
+            ``tasks`` may then be empty.
     """
 
     model: str
@@ -82,3 +85,4 @@ class SweepOptions:
     leaderboard_map: str | None = None
     budget: float | Budget | None = None
     allow_truncation: bool = False
+    harness_tasks: str | None = None

@@ -1,0 +1,222 @@
+"""lm-eval's own tasks with an instruction: ``instructeval run --harness-tasks NAME[:NSHOT],...``.
+
+A variant of a harness task changes exactly one thing, the instruction, placed where the harness
+places a task description: ``description`` becomes ``instruction + fewshot_delimiter + <the task's
+own description>`` (the delimiter is the task's own, ``"\\n\\n"`` by default), so the prompt reads
+``instruction``, a blank line, then what the stock task would have shown. Everything else is the
+stock task's: prompt, ``process_docs``, few-shot split, sampler, metrics, filters, generation
+kwargs, n-shot (unless ``:NSHOT`` sets it). **The null instruction leaves the config as it is**: its
+requests are those of ``lm_eval --tasks NAME`` on the same items.
+
+Items are selected the way ``lm_eval --samples`` selects them: the task keeps its whole evaluation
+split, and the evaluation gets ``samples={name: sorted doc ids}`` -- a seeded sample, balanced over
+the gold answers for ``multiple_choice`` tasks -- so the harness draws each item's demos from one
+seeded stream in the same order as a plain run, and the samples log's ``doc_id`` is the item's row.
+
+Example:
+    >>> parse_harness_tasks("hellaswag:10,boolq")
+    [HarnessTaskRef(name='hellaswag', num_fewshot=10), HarnessTaskRef(name='boolq', num_fewshot=None)]
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..errors import UserError, did_you_mean
+from ..sampling import select_indices
+from .local_data import LocalDataError, local_splits
+
+PLACEMENTS = ("description",)
+FEWSHOT_SEED = 1234  # lm_eval.simple_evaluate's default fewshot_random_seed
+
+
+class HarnessTaskError(UserError, ValueError):
+    """A ``--harness-tasks`` entry the installed lm-eval cannot run as asked (the message says why)."""
+
+
+@dataclass(frozen=True)
+class HarnessTaskRef:
+    """One harness task and the n-shot asked for (None: the task's own)."""
+
+    name: str
+    num_fewshot: int | None = None
+
+
+def parse_harness_tasks(text: str) -> list[HarnessTaskRef]:
+    """``"hellaswag:10,boolq"`` -> refs, in order, each once.
+
+    Raises:
+        HarnessTaskError: an empty entry, an n-shot that is not an integer >= 0, a task given twice.
+    """
+    refs: list[HarnessTaskRef] = []
+    for raw in str(text).split(","):
+        item = raw.strip()
+        if not item:
+            raise HarnessTaskError(f"--harness-tasks {text!r}: an empty entry; give NAME[:NSHOT],... e.g. hellaswag:10,boolq")
+        name, _, shot = item.partition(":")
+        name = name.strip()
+        if not re.fullmatch(r"[A-Za-z0-9_.\-]+", name):
+            raise HarnessTaskError(f"--harness-tasks: {name!r} is not a task name")
+        num = None
+        if shot.strip():
+            if not shot.strip().isdigit():
+                raise HarnessTaskError(f"--harness-tasks {item!r}: the n-shot after ':' must be an integer >= 0")
+            num = int(shot.strip())
+        if any(r.name == name for r in refs):
+            raise HarnessTaskError(f"--harness-tasks: {name} is given twice")
+        refs.append(HarnessTaskRef(name, num))
+    return refs
+
+
+@functools.lru_cache(maxsize=1)
+def harness_index() -> dict[str, Any]:
+    """The installed harness's task index (built once per process; about 10 to 30 s)."""
+    from lm_eval.tasks import TaskManager
+
+    return dict(TaskManager().task_index)
+
+
+def _kind(entry: Any) -> str:
+    return getattr(getattr(entry, "kind", None), "name", "") or ""
+
+
+def expand_refs(refs: list[HarnessTaskRef], index: Mapping[str, Any] | None = None) -> list[HarnessTaskRef]:
+    """Groups and tags expanded to their tasks (each with the group's n-shot), unknown names refused.
+
+    Raises:
+        HarnessTaskError: a name the installed lm-eval does not have (with a did-you-mean), one of
+            InstructEval's own tasks (those go to ``--tasks``), a group with an inline task config.
+    """
+    index = harness_index() if index is None else index
+    out: list[HarnessTaskRef] = []
+
+    def add(name: str, shot: int | None, via: str | None) -> None:
+        if name.startswith("instructeval_"):
+            raise HarnessTaskError(f"--harness-tasks: {name} is an InstructEval task; give it to --tasks")
+        entry = index.get(name)
+        if entry is None:
+            where = f" (in group {via})" if via else ""
+            raise HarnessTaskError(
+                f"--harness-tasks: the installed lm-eval has no task or group {name!r}{where}"
+                f"{did_you_mean(name, index)}; `lm_eval ls tasks` lists them"
+            )
+        kind = _kind(entry)
+        if kind == "TASK":
+            if not any(r.name == name for r in out):
+                out.append(HarnessTaskRef(name, shot))
+            return
+        if kind == "TAG":
+            members = sorted(n for n, e in index.items() if _kind(e) == "TASK" and name in (getattr(e, "tags", None) or ()))
+        elif kind == "GROUP" and getattr(entry, "yaml_path", None):
+            from lm_eval.tasks._yaml_loader import load_yaml
+
+            listed = load_yaml(Path(entry.yaml_path), resolve_func=False).get("task") or []
+            members = []
+            for item in listed if isinstance(listed, list) else [listed]:
+                if not isinstance(item, str):
+                    raise HarnessTaskError(f"--harness-tasks: group {name} defines a task inline; name its tasks instead")
+                members.append(item)
+        else:
+            raise HarnessTaskError(f"--harness-tasks: {name!r} is a {kind.lower() or 'non-task'} entry, not a task or group")
+        if not members:
+            raise HarnessTaskError(f"--harness-tasks: {kind.lower()} {name} has no tasks")
+        for member in members:
+            add(member, shot, name)
+
+    for ref in refs:
+        add(ref.name, ref.num_fewshot, None)
+    return out
+
+
+def stock_task_config(name: str, index: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The harness task's config, as ``lm_eval --tasks NAME`` builds it (includes and ``!function`` resolved)."""
+    from lm_eval.tasks._yaml_loader import load_yaml
+
+    index = harness_index() if index is None else index
+    entry = index.get(name)
+    if entry is None or _kind(entry) != "TASK" or not getattr(entry, "yaml_path", None):
+        raise HarnessTaskError(f"--harness-tasks: {name!r} is not a YAML task of the installed lm-eval{did_you_mean(name, index)}")
+    cfg = dict(load_yaml(Path(entry.yaml_path), resolve_func=True))
+    cfg.pop("tag", None)
+    cfg.pop("group", None)
+    return cfg
+
+
+def _raw(text: str) -> str:
+    """``text`` as Jinja that renders to itself (the harness renders the description per document)."""
+    if not any(mark in text for mark in ("{{", "{%", "{#", "}}", "%}", "#}")):
+        return text
+    if "endraw" in text:
+        raise HarnessTaskError(f"instruction {text[:60]!r}: contains 'endraw', which cannot be escaped for the harness's Jinja")
+    return "{% raw %}" + text + "{% endraw %}"
+
+
+def instructed_config(stock: Mapping[str, Any], *, name: str, instruction: str, num_fewshot: int | None,
+                      metadata: Mapping[str, Any], placement: str = "description") -> dict[str, Any]:
+    """The stock config with the instruction placed (see the module docstring); ``""`` keeps it as it is.
+
+    Example:
+        >>> cfg = instructed_config({"task": "t", "description": "Answer.\\n\\n", "doc_to_text": "{{q}}"},
+        ...                         name="t__g", instruction="Solve it:", num_fewshot=None, metadata={})
+        >>> cfg["description"]
+        'Solve it:\\n\\nAnswer.\\n\\n'
+    """
+    if placement not in PLACEMENTS:
+        raise HarnessTaskError(f"--placements: unknown placement {placement!r}{did_you_mean(placement, PLACEMENTS)}; "
+                               f"available: {', '.join(PLACEMENTS)}")
+    cfg = copy.deepcopy(dict(stock))
+    cfg["task"] = name
+    cfg.pop("task_alias", None)
+    if num_fewshot is not None:
+        cfg["num_fewshot"] = num_fewshot
+    if instruction:
+        own = cfg.get("description") or ""
+        cfg["description"] = _raw(instruction) + cfg.get("fewshot_delimiter", "\n\n") + own
+    cfg["metadata"] = {**(cfg.get("metadata") or {}), **dict(metadata)}
+    return cfg
+
+
+def build_task(config: dict[str, Any], *, data_dir: str | None):
+    """A ``ConfigurableTask`` of ``config`` reading its rows from ``data_dir`` (``local_data.yaml``) or the HF hub."""
+    import datasets
+    from lm_eval.api.task import ConfigurableTask
+
+    class InstructedHarnessTask(ConfigurableTask):
+        local_record: dict[str, Any] | None = None
+
+        def download(self, dataset_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
+            if data_dir:
+                rows, self.local_record = local_splits(self.config.task, self.config, data_dir)
+                self.dataset = datasets.DatasetDict({split: datasets.Dataset.from_list(r) for split, r in rows.items()})
+                return
+            try:
+                super().download(dataset_kwargs, **kwargs)
+            except Exception as err:  # offline, a gated dataset, a typo in the YAML: say what to do
+                raise LocalDataError(
+                    f"{self.config.task}: cannot load its dataset {self.config.dataset_path!r} "
+                    f"({type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}); "
+                    "offline, give --data-dir with a local copy (see instructeval_tasks/harness/local_data.yaml)"
+                ) from None
+
+    return InstructedHarnessTask(config=config)
+
+
+def scored_ids(task: Any, test_sample: int | None, seed: int) -> list[int] | None:
+    """The evaluation rows to score, ascending (None: every row): seeded, balanced over the gold answers
+    of a ``multiple_choice`` task, uniform otherwise."""
+    docs = task.eval_docs
+    if test_sample is None or test_sample >= len(docs):
+        return None
+    labels = None
+    if task.OUTPUT_TYPE == "multiple_choice":
+        labels = [_hashable(task.doc_to_target(doc)) for doc in docs]
+    return sorted(select_indices(labels, len(docs), test_sample, seed))
+
+
+def _hashable(value: Any) -> Any:
+    return value if isinstance(value, (int, str, float, bool)) else repr(value)

@@ -1,0 +1,207 @@
+"""Instructions swept over lm-eval's own tasks (``instructeval run --harness-tasks NAME[:NSHOT],...``).
+
+Each harness task (a task, group or tag of the installed lm-eval; ``harness.tasks``) gets one
+variant per selected instruction of the task-agnostic methods (null, generic: the banks that apply to
+every task), named ``<task>__<instruction id>``. The null variant is the stock task. All variants of
+one harness task are evaluated in one harness call on the same items (``samples={name: ids}``) and
+saved as one results file, committed like a sweep chunk; a resumed sweep skips a harness task whose
+variants are all saved with the same fingerprint (task, n-shot, instruction, placement, items, data).
+
+Each variant's ``configs[<name>].metadata.harness`` records the harness task, the n-shot, the
+method, instruction id, sha and text, the placement, the items (``test_ids``: rows of the evaluation
+split, as the samples log's ``doc_id``), the data source and a ``replay`` command: for the null
+variant, ``lm_eval --tasks <task> --num_fewshot K --seed 0,1234,1234,1234 --samples '{...}'``
+reproduces its requests on the same rows.
+
+Example:
+    >>> from instructeval_banks import load_bank
+    >>> [e.id for e in task_agnostic_entries(load_bank(), "generic")][:2]
+    ['generic-0', 'generic-1']
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..errors import UserError
+from ..harness.local_data import local_splits
+from ..harness.tasks import (
+    FEWSHOT_SEED,
+    build_task,
+    expand_refs,
+    instructed_config,
+    parse_harness_tasks,
+    scored_ids,
+    stock_task_config,
+)
+from instructeval_banks.schema import known_tasks
+from .plan import fingerprint, sample_bank_entries
+
+DOC_IDS = "eval row"
+
+
+def task_agnostic_entries(bank: Any, method: str) -> list | None:
+    """The entries of ``method`` when its bank is the same for every InstructEval task (null, generic), else None."""
+    seen = None
+    for task in known_tasks():
+        try:
+            entries = bank.entries(method, task)
+        except UserError:
+            return None
+        key = [(e.id, e.text) for e in entries]
+        if seen is None:
+            seen, first = key, entries
+        elif key != seen:
+            return None
+    return first if seen is not None else None
+
+
+@dataclass
+class HarnessVariant:
+    """One (harness task, instruction) to evaluate."""
+
+    name: str
+    task: str
+    num_fewshot: int | None
+    method: str
+    entry: Any
+    placement: str
+    metadata: dict[str, Any]
+
+    @property
+    def fingerprint(self) -> str:
+        return self.metadata["variant_fingerprint"]
+
+
+def data_identity(task: str, cfg: dict[str, Any], data_dir: str | None) -> dict[str, Any]:
+    """What a harness task's rows are: the local files' sha256 (``--data-dir``) or the HF dataset named."""
+    if data_dir:
+        _, record = local_splits(task, cfg, data_dir)
+        return {"source": "local", **record}
+    return {"source": "hf", "dataset_path": cfg.get("dataset_path"), "dataset_name": cfg.get("dataset_name"),
+            "revision": (cfg.get("dataset_kwargs") or {}).get("revision")}
+
+
+def plan_harness(text: str, methods: list[str], bank: Any, *, instructions_per_method: int | None, instruction_seed: int,
+                 test_sample: int | None, test_seed: int, data_dir: str | None, placements: tuple[str, ...] = ("description",),
+                 echo: Callable[[str], None] = lambda line: None) -> tuple[list[HarnessVariant], dict[str, dict[str, Any]], dict[str, dict]]:
+    """``(variants, data identity per harness task, stock config per harness task)``.
+
+    Every check that can fail on the user's input runs here, before the model loads: unknown tasks
+    (did-you-mean), data not found offline, no instruction to run.
+    """
+    refs = expand_refs(parse_harness_tasks(text))
+    chosen: list[tuple[str, list]] = []
+    skipped = []
+    for method in methods:
+        entries = task_agnostic_entries(bank, method)
+        if entries is None:
+            skipped.append(method)
+            continue
+        chosen.append((method, sample_bank_entries(entries, instructions_per_method, instruction_seed)
+                       if instructions_per_method else entries))
+    if skipped:
+        echo(f"harness tasks: method(s) {', '.join(skipped)} have no bank for lm-eval's own tasks "
+             "(their instructions are written for InstructEval's prompts); harness tasks get "
+             f"{', '.join(m for m, _ in chosen) or 'none'}")
+    if not chosen:
+        raise UserError("--harness-tasks: none of --methods applies to lm-eval's own tasks; add null and/or generic")
+    variants: list[HarnessVariant] = []
+    identities: dict[str, dict[str, Any]] = {}
+    configs: dict[str, dict] = {}
+    for ref in refs:
+        cfg = stock_task_config(ref.name)
+        configs[ref.name] = cfg
+        identities[ref.name] = data_identity(ref.name, cfg, data_dir)
+        shot = ref.num_fewshot if ref.num_fewshot is not None else int(cfg.get("num_fewshot") or 0)
+        for placement in placements:
+            for method, entries in chosen:
+                for entry in entries:
+                    suffix = "" if placement == "description" else f"__{placement}"
+                    name = f"{ref.name}__{entry.id}{suffix}"
+                    record = {
+                        "task": ref.name,
+                        "num_fewshot": shot,
+                        "method": method,
+                        "instruction_id": entry.id,
+                        "instruction_sha": entry.sha,
+                        "instruction": entry.text,
+                        "placement": placement,
+                        "test_sample": test_sample,
+                        "test_seed": test_seed,
+                        "fewshot_seed": FEWSHOT_SEED,
+                        "doc_ids": DOC_IDS,
+                    }
+                    identity = {**record, "data": identities[ref.name]}
+                    meta = {"harness": record, "variant_fingerprint": fingerprint({"harness": identity})}
+                    variants.append(HarnessVariant(name, ref.name, shot, method, entry, placement, meta))
+    return variants, identities, configs
+
+
+def replay_command(task: str, num_fewshot: int, ids: list[int] | None) -> str:
+    """The ``lm_eval`` arguments that score the same rows with the same demos (model and data flags aside).
+
+        >>> replay_command("hellaswag", 10, [3, 7])
+        'lm_eval --tasks hellaswag --num_fewshot 10 --seed 0,1234,1234,1234 --samples \\'{"hellaswag": [3, 7]}\\''
+    """
+    command = f"lm_eval --tasks {task} --num_fewshot {num_fewshot} --seed 0,1234,1234,{FEWSHOT_SEED}"
+    if ids is not None:
+        command += f" --samples '{json.dumps({task: ids})}'"
+    return command
+
+
+def evaluate_harness_task(lm: Any, variants: list[HarnessVariant], stock_cfg: dict[str, Any], *, data_dir: str | None,
+                          extra_metadata: dict[str, Any], log_samples: bool) -> tuple[dict[str, Any], dict[str, list[dict]]]:
+    """Evaluate every variant of one harness task in one harness call on the same items: ``(results, samples)``."""
+    import lm_eval
+
+    from .. import object_task_manager
+
+    tasks = []
+    ids = None
+    for variant in variants:
+        meta = {**extra_metadata, **variant.metadata}
+        cfg = instructed_config(stock_cfg, name=variant.name, instruction=variant.entry.text,
+                                num_fewshot=variant.num_fewshot, metadata=meta, placement=variant.placement)
+        task = build_task(cfg, data_dir=data_dir)
+        if not tasks:
+            ids = scored_ids(task, variant.metadata["harness"]["test_sample"], variant.metadata["harness"]["test_seed"])
+        record = {**variant.metadata["harness"], "test_ids": ids, "eval_size": len(task.eval_docs),
+                  "data_source": "local" if data_dir else "hf",
+                  "replay": replay_command(variant.task, variant.num_fewshot, ids) if not variant.entry.text else None}
+        task.config.metadata = {**(task.config.metadata or {}), "harness": record}
+        tasks.append(task)
+    samples = {t.config.task: ids for t in tasks} if ids is not None else None
+    results = lm_eval.simple_evaluate(model=lm, tasks=tasks, log_samples=log_samples, verbosity="ERROR",
+                                      task_manager=object_task_manager(), fewshot_random_seed=FEWSHOT_SEED, samples=samples)
+    samples_out = results.pop("samples", {}) if log_samples else {}
+    results.pop("samples", None)
+    return results, samples_out
+
+
+def run_harness(lm: Any, variants: list[HarnessVariant], configs: dict[str, dict], store: Any, *, data_dir: str | None,
+                extra_metadata: Callable[[HarnessVariant], dict[str, Any]], model: str, args_dict: dict[str, Any], label: str,
+                batch_size: Any, device: str | None, log_samples: bool, write: Callable[[str], None]) -> list:
+    """Evaluate and save the pending variants, one results file per harness task."""
+    paths = []
+    by_task: dict[str, list[HarnessVariant]] = {}
+    for variant in variants:
+        by_task.setdefault(variant.task, []).append(variant)
+    for task, members in by_task.items():
+        results, samples = evaluate_harness_task(lm, members, configs[task], data_dir=data_dir,
+                                                 extra_metadata=extra_metadata(members[0]), log_samples=log_samples)
+        results["config"].update(model=model, model_args=args_dict, batch_size=batch_size, device=device)
+        results["model_name"] = label
+        stamp = _dt.datetime.now().strftime("%Y-%m-%dT%H-%M-%S.%f")
+        key = f"harness__{task}__{fingerprint({'variants': sorted(v.fingerprint for v in members)})[:8]}"
+        paths.append(store.write_chunk(key, results, samples, stamp))
+        scores = []
+        for v in members:
+            result = results["results"].get(v.name) or {}
+            value = next((x for k, x in result.items() if "," in k and "stderr" not in k and isinstance(x, (int, float))), None)
+            scores.append(f"{v.entry.id}={value:.3f}" if value is not None else f"{v.entry.id}=n/a")
+        write(f"done {task} ({members[0].num_fewshot}-shot, {len(members)} instruction(s)): " + ", ".join(scores))
+    return paths

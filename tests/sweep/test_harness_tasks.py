@@ -1,0 +1,201 @@
+"""``instructeval run --harness-tasks``: lm-eval's own tasks swept over instructions, the null variant
+being the stock task (the same requests as a plain ``lm_eval`` run on the same items)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from instructeval_tasks.harness.local_data import LocalDataError, local_splits
+from instructeval_tasks.harness.tasks import (
+    HarnessTaskError,
+    expand_refs,
+    instructed_config,
+    parse_harness_tasks,
+    stock_task_config,
+)
+from instructeval_tasks.sweep import run_sweep
+from instructeval_tasks.sweep.store import SweepStoreError
+
+GSM8K_ROWS = [
+    {"question": f"Tom has {a} apples and buys {b} more. How many apples does he have?",
+     "answer": f"Tom has {a} + {b} = {a + b} apples.\n#### {a + b}"}
+    for a, b in [(1, 2), (3, 4), (2, 2), (5, 1), (6, 3), (7, 2), (4, 4), (9, 1), (8, 3), (2, 7)]
+]
+NAVIGATE_ROWS = [
+    {"input": f"If you follow these instructions, do you return to the starting point? Take {n} steps. Turn around. "
+              f"Take {n if n % 2 else n + 1} steps.\nOptions:\n- Yes\n- No", "target": "Yes" if n % 2 else "No"}
+    for n in range(1, 9)
+]
+
+
+@pytest.fixture(scope="module")
+def harness_data(tiny_data_dir, tmp_path_factory) -> Path:
+    """Local copies in the HF layouts the stock tasks read: HellaSwag (the tiny rows), GSM8K, BBH navigate."""
+    root = tmp_path_factory.mktemp("harness_data")
+    shutil.copytree(tiny_data_dir / "hellaswag", root / "hellaswag")
+    (root / "gsm8k").mkdir()
+    for split, rows in (("train", GSM8K_ROWS[:6]), ("eval", GSM8K_ROWS[6:])):
+        (root / "gsm8k" / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (root / "bbh" / "data").mkdir(parents=True)
+    (root / "bbh" / "data" / "navigate.json").write_text(json.dumps({"canary": "c", "examples": NAVIGATE_ROWS}))
+    return root
+
+
+@pytest.fixture(scope="module")
+def harness_sweep(tiny_model_dir, harness_data, tmp_path_factory):
+    out = tmp_path_factory.mktemp("harness_sweep")
+    report = run_sweep(model="hf", model_args=f"pretrained={tiny_model_dir},dtype=float32", tasks=None, methods="null,generic",
+                       output=out, profile="quick", overrides={"instructions_per_method": 1, "test_sample": 3},
+                       data_dir=str(harness_data), device="cpu", progress=False,
+                       harness_tasks="hellaswag:2,gsm8k:2,bbh_fewshot_navigate")
+    return out, report
+
+
+def _entries(out: Path) -> dict[str, dict]:
+    found = {}
+    for path in sorted(out.rglob("results_*.json")):
+        data = json.loads(path.read_text())
+        for name, result in data["results"].items():
+            found[name] = {"meta": data["configs"][name]["metadata"], "result": result}
+    return found
+
+
+def _samples(out: Path, name: str) -> dict[int, dict]:
+    (path,) = sorted(out.rglob(f"samples_{name}_*.jsonl"))
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    return {(r["doc_id"], r["filter"]): r for r in rows}
+
+
+# ------------------------------------------------------------------------------------------ units
+
+
+def test_parse_and_expand_harness_task_names():
+    assert parse_harness_tasks("hellaswag:10, boolq") == [
+        type(parse_harness_tasks("x")[0])("hellaswag", 10), type(parse_harness_tasks("x")[0])("boolq", None)]
+    for bad, message in (("hellaswag:ten", "n-shot"), ("hellaswag,,boolq", "empty entry"), ("boolq,boolq", "twice")):
+        with pytest.raises(HarnessTaskError, match=message):
+            parse_harness_tasks(bad)
+    with pytest.raises(HarnessTaskError, match="did you mean 'hellaswag'"):
+        expand_refs(parse_harness_tasks("helaswag"))
+    with pytest.raises(HarnessTaskError, match="InstructEval task; give it to --tasks"):
+        expand_refs(parse_harness_tasks("instructeval_agnews"))
+    group = expand_refs(parse_harness_tasks("bbh_fewshot:1"))
+    assert len(group) == 27 and all(r.num_fewshot == 1 and r.name.startswith("bbh_fewshot_") for r in group)
+
+
+def test_the_instruction_goes_where_the_harness_puts_a_description():
+    stock = stock_task_config("bbh_fewshot_navigate")
+    cfg = instructed_config(stock, name="n__g", instruction="Think {{carefully}}:", num_fewshot=None, metadata={"a": 1})
+    # escaped for the harness's Jinja, then the task's own delimiter, then its own description
+    assert cfg["description"] == "{% raw %}Think {{carefully}}:{% endraw %}\n\n" + stock["description"]
+    null = instructed_config(stock, name="n__null", instruction="", num_fewshot=None, metadata={"a": 1})
+    assert {k: v for k, v in null.items() if k not in ("task", "metadata")} == \
+        {k: v for k, v in stock.items() if k not in ("task", "metadata", "task_alias")}
+    with pytest.raises(HarnessTaskError, match="unknown placement"):
+        instructed_config(stock, name="x", instruction="a", num_fewshot=None, metadata={}, placement="chat-sytem")
+
+
+def test_local_data_names_what_is_missing(harness_data, tmp_path):
+    with pytest.raises(LocalDataError, match="needs split 'test_r1'"):
+        local_splits("anli_r1", stock_task_config("anli_r1"), str(harness_data))
+    with pytest.raises(LocalDataError, match=r"the folder --data-dir needs: .*boolq"):
+        local_splits("boolq", stock_task_config("boolq"), str(tmp_path))
+    with pytest.raises(LocalDataError, match="no local copy of its dataset"):
+        local_splits("arc_easy", stock_task_config("arc_easy"), str(harness_data))
+    rows, record = local_splits("gsm8k", stock_task_config("gsm8k"), str(harness_data))
+    assert [len(rows[s]) for s in ("train", "test")] == [6, 4] and set(record["files"]) == {"train", "test"}
+
+
+# ------------------------------------------------------------------------------------------ the sweep
+
+
+def test_each_harness_task_gets_null_and_generic_with_the_instruction_first(harness_sweep):
+    out, report = harness_sweep
+    entries = _entries(out)
+    generic = next(e["meta"]["harness"]["instruction_id"] for e in entries.values() if e["meta"]["harness"]["method"] == "generic")
+    assert sorted(entries) == sorted(f"{t}__{i}" for t in ("hellaswag", "gsm8k", "bbh_fewshot_navigate")
+                                     for i in ("null", generic))
+    assert report.evaluated == 6
+    meta = entries[f"gsm8k__{generic}"]["meta"]["harness"]
+    assert (meta["task"], meta["num_fewshot"], meta["method"], meta["placement"]) == ("gsm8k", 2, "generic", "description")
+    null_ctx = {k: s["arguments"]["gen_args_0"]["arg_0"] for k, s in _samples(out, "bbh_fewshot_navigate__null").items()}
+    inst_ctx = {k: s["arguments"]["gen_args_0"]["arg_0"] for k, s in _samples(out, f"bbh_fewshot_navigate__{generic}").items()}
+    text = meta["instruction"]
+    assert null_ctx.keys() == inst_ctx.keys()
+    for key, ctx in null_ctx.items():  # exactly one thing changes: the instruction, then a blank line
+        assert inst_ctx[key] == f"{text}\n\n{ctx}"
+        assert ctx.startswith("Given a series of navigation instructions")  # the stock task's own description
+    # the same items for every instruction, recorded as eval rows with a replay command for the stock task
+    ids = {e["meta"]["harness"]["task"]: e["meta"]["harness"]["test_ids"] for e in entries.values()}
+    assert all(len(v) == 3 for v in ids.values())
+    replay = entries["hellaswag__null"]["meta"]["harness"]["replay"]
+    assert replay == f"lm_eval --tasks hellaswag --num_fewshot 2 --seed 0,1234,1234,1234 --samples '{json.dumps({'hellaswag': ids['hellaswag']})}'"
+
+
+@pytest.mark.parametrize("task,shot,include", [("hellaswag", 2, "hellaswag"), ("gsm8k", 2, "gsm8k")])
+def test_the_null_variant_is_the_stock_task(harness_sweep, harness_data, tiny_model_dir, tmp_path, task, shot, include):
+    """A plain ``lm_eval`` run of the stock YAML (reading the same local rows) on the recorded items sends
+    the very same requests and gets the same answers and scores as the null variant."""
+    out, _ = harness_sweep
+    entry = _entries(out)[f"{task}__null"]
+    ids = entry["meta"]["harness"]["test_ids"]
+    from instructeval_tasks.harness.tasks import harness_index
+
+    stock_yaml = harness_index()[task].yaml_path
+    files = {"hellaswag": {"train": "hellaswag/train.jsonl", "validation": "hellaswag/eval.jsonl"},
+             "gsm8k": {"train": "gsm8k/train.jsonl", "test": "gsm8k/eval.jsonl"}}[task]
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    (tasks / f"{task}_local.yaml").write_text(
+        f"include: {stock_yaml}\ntask: {task}_local\ndataset_path: json\ndataset_name: null\ndataset_kwargs:\n  data_files:\n"
+        + "".join(f"    {split}: {harness_data / rel}\n" for split, rel in files.items()))
+    env = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    done = subprocess.run(
+        [sys.executable, "-m", "lm_eval", "--model", "hf", "--model_args", f"pretrained={tiny_model_dir},dtype=float32",
+         "--include_path", str(tasks), "--tasks", f"{task}_local", "--num_fewshot", str(shot),
+         "--seed", "0,1234,1234,1234", "--samples", json.dumps({f"{task}_local": ids}), "--device", "cpu",
+         "--batch_size", "8", "--output_path", str(tmp_path / "plain"), "--log_samples"],
+        capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    plain = _samples(tmp_path / "plain", f"{task}_local")
+    ours = _samples(out, f"{task}__null")
+    assert sorted(plain) == sorted(ours) and len({d for d, _ in ours}) == len(ids)
+    for key, sample in ours.items():
+        assert plain[key]["arguments"] == sample["arguments"]  # request strings, byte for byte
+        assert plain[key]["resps"] == sample["resps"]  # the same log-likelihoods / generations
+        assert plain[key]["filtered_resps"] == sample["filtered_resps"]
+    plain_scores = json.loads(next((tmp_path / "plain").rglob("results_*.json")).read_text())["results"][f"{task}_local"]
+    for metric, value in entry["result"].items():
+        if "," in metric and metric != "alias":
+            assert plain_scores[metric] == pytest.approx(value, abs=0), metric
+
+
+def test_rerun_skips_and_another_nshot_is_refused(harness_sweep, tiny_model_dir, harness_data):
+    out, _ = harness_sweep
+    common = dict(model="hf", model_args=f"pretrained={tiny_model_dir},dtype=float32", tasks=None, methods="null,generic",
+                  output=out, profile="quick", overrides={"instructions_per_method": 1, "test_sample": 3},
+                  data_dir=str(harness_data), device="cpu", progress=False)
+    again = run_sweep(**common, harness_tasks="hellaswag:2,gsm8k:2,bbh_fewshot_navigate")
+    assert again.evaluated == 0 and not again.result_files
+    with pytest.raises(SweepStoreError, match="different protocol"):
+        run_sweep(**common, harness_tasks="hellaswag:3", dry_run=True)
+
+
+def test_cli_errors_are_one_line(tmp_path, tiny_model_dir, harness_data):
+    base = [sys.executable, "-m", "instructeval_tasks.cli", "run", "--model", "hf", "--model_args",
+            f"pretrained={tiny_model_dir}", "--output", str(tmp_path / "o"), "--data-dir", str(harness_data)]
+    for extra, message in ((["--harness-tasks", "helaswag"], "did you mean 'hellaswag'"),
+                           (["--harness-tasks", "anli_r1"], "needs split 'test_r1'"),
+                           ([], "give --tasks")):
+        done = subprocess.run(base + extra, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 2, done.stderr[-2000:]
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("instructeval: error: ") and message in lines[0], done.stderr
+    assert not (tmp_path / "o").exists()
