@@ -86,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Run the command; returns the exit status. User errors raise :class:`AggregationError`."""
-    from .issues import AggregationError
+    from .issues import AggregationError, IssueLog
     from .loading import load_runs
     from .output_dir import check_out_dir
     from .pipeline import AggregateOptions, aggregate
@@ -125,8 +125,15 @@ def run(args: argparse.Namespace) -> int:
     check_out_dir(args.out)
     try:
         runset = load_runs(args.paths, strict=args.strict, samples=not args.no_samples)
-        result = aggregate(runset, options)
-        add_leaderboard(result, runset, args.paths, leaderboard_map=getattr(args, "leaderboard_map", None), aliases=aliases)
+        from .harness_effects import load_harness_results
+        from .harness_report import add_harness
+
+        has_harness = bool(load_harness_results(args.paths, IssueLog(), samples=False))
+        result = aggregate(runset, options, allow_empty=has_harness)
+        if result.variants is not None and not result.variants.empty:
+            add_leaderboard(result, runset, args.paths, leaderboard_map=getattr(args, "leaderboard_map", None), aliases=aliases)
+        if has_harness:
+            add_harness(result, args.paths)
     except AggregationError as err:
         if not err.issues:
             raise

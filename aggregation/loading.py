@@ -232,6 +232,8 @@ def parse_variant(
 ) -> VariantResult | None:
     """One results entry -> :class:`VariantResult`, or ``None`` (with an issue) when it cannot be used."""
     meta = (config or {}).get("metadata") if isinstance(config, Mapping) else None
+    if isinstance(meta, Mapping) and isinstance(meta.get("harness"), Mapping):
+        return None  # a variant of lm-eval's own task (--harness-tasks): read by harness_effects
     if not isinstance(meta, Mapping) or "instructeval_task" not in meta:
         if name.startswith("instructeval_") and not (data.get("group_subtasks") or {}).get(name):
             issues.error("missing-metadata", "no InstructEval metadata (configs[T].metadata.instructeval_task)", file, name)
@@ -380,7 +382,7 @@ def read_results_file(path: Path, issues: IssueLog, *, samples: bool = True) -> 
                 issues.warn("samples-ambiguous", note, file, name)
         variants.append(variant)
     if not variants:
-        if is_stock_results(data):  # read by the leaderboard comparison (leaderboard_loading)
+        if is_stock_results(data) or _harness_only(data):  # read by leaderboard_loading / harness_effects
             return [], None
         if not any(i.file == file and i.level == "error" for i in issues.items):
             names = sorted(str(n) for n in data["results"])
@@ -403,6 +405,14 @@ def read_results_file(path: Path, issues: IssueLog, *, samples: bool = True) -> 
         limit=limit,
     )
     return variants, run
+
+
+def _harness_only(data: Mapping[str, Any]) -> bool:
+    """Every entry is a variant of lm-eval's own task (``--harness-tasks``)."""
+    configs = data.get("configs") or {}
+    return bool(data["results"]) and all(
+        isinstance((configs.get(name) or {}).get("metadata"), Mapping) and isinstance(configs[name]["metadata"].get("harness"), Mapping)
+        for name in data["results"])
 
 
 def load_runs(paths: Iterable[str | os.PathLike], *, strict: bool = False, samples: bool = True) -> RunSet:

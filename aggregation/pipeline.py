@@ -134,6 +134,7 @@ class Aggregates:
     leaderboard: Any = None  # a leaderboard.LeaderboardComparison when the inputs hold stock results
     budget: BudgetEstimates | None = None  # estimates of budgeted sweeps (instructeval run --budget)
     cards: list = field(default_factory=list)  # sensitivity_card.SensitivityCard per (model, task, setting)
+    harness: Any = None  # a harness_effects.HarnessEffects when the inputs hold --harness-tasks results
 
     def table(self, name: str) -> pd.DataFrame:
         """The numeric frame of one table (e.g. ``"gain_few_shot"``)."""
@@ -146,6 +147,8 @@ class Aggregates:
             out["leaderboard"] = self.leaderboard.summary()
         if self.budget is not None:
             out["budget"] = self.budget.summary()
+        if self.harness is not None:
+            out["harness"] = self.harness.summary()
         return out
 
     def _summary(self) -> dict[str, Any]:
@@ -178,10 +181,27 @@ class Aggregates:
 GAIN_NOTE = "Mean relative gain (%) = mean over models of the mean over the method's instructions of 100 (s - mu) / mu."
 
 
-def aggregate(runset: RunSet, options: AggregateOptions | None = None, **overrides: Any) -> Aggregates:
+def empty_aggregates(options: AggregateOptions, runset: RunSet, issues: IssueLog) -> Aggregates:
+    """No InstructEval variant: every frame empty (with its columns), no tables."""
+    from .per_instruction import INSTRUCTION_COLUMNS
+
+    empty = pd.DataFrame
+    return Aggregates(
+        options=options, runs=list(runset.runs), issues=issues.sorted(), variants=empty(),
+        metric_choice=empty(columns=["model", "task", "metric"]), models=empty(columns=["model"]),
+        instructions=empty(columns=INSTRUCTION_COLUMNS), baselines=empty(columns=["status"]), gains=empty(),
+        cells=empty(columns=["kind", "metric", "task", "method", "value", "n_models", "n_instructions", "ci_low", "ci_high"]),
+        ci=None, significance=None, wins=empty(), tables={}, samples_note="no InstructEval variants",
+    )
+
+
+def aggregate(runset: RunSet, options: AggregateOptions | None = None, *, allow_empty: bool = False,
+              **overrides: Any) -> Aggregates:
     """Compute every table from a :class:`RunSet` (see the package docstring for the formulas).
 
     Keyword ``overrides`` replace fields of ``options`` (e.g. ``aggregate(rs, null_weight=1)``).
+    ``allow_empty``: with no InstructEval variant, return empty aggregates instead of raising (the
+    CLI, when the inputs hold harness-task results).
 
     Raises:
         AggregationError: no usable variant; a bad option; with ``strict``, any warning or error.
@@ -193,6 +213,9 @@ def aggregate(runset: RunSet, options: AggregateOptions | None = None, **overrid
     issues = IssueLog()
     issues.extend(runset.issues.items)
     variants = list(runset.variants)
+    if not variants and allow_empty:  # e.g. only lm-eval's own tasks (harness_report adds them)
+        issues.raise_if(strict=options.strict)
+        return empty_aggregates(options, runset, issues)
     if not variants:
         issues.raise_if(strict=options.strict)
         raise AggregationError("no InstructEval variants to aggregate", issues.sorted())

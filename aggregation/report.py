@@ -107,6 +107,10 @@ def _write_all(aggregates: Aggregates, out: Path, *, plots: bool) -> dict[str, A
         from .budget_report import write_budget_files
 
         written_tables += write_budget_files(aggregates.budget, data_dir, tables_dir, aggregates.options.decimals)
+    if aggregates.harness is not None:
+        from .harness_report import write_harness_files
+
+        written_tables += write_harness_files(aggregates.harness, data_dir, tables_dir)
     if aggregates.cards:
         from .sensitivity_report import write_card_files
 
@@ -127,6 +131,10 @@ def _write_all(aggregates: Aggregates, out: Path, *, plots: bool) -> dict[str, A
                 from .budget_report import budget_plots
 
                 plot_paths += budget_plots(aggregates.budget, plots_dir)
+            if aggregates.harness is not None:
+                from .harness_report import harness_plots
+
+                plot_paths += harness_plots(aggregates.harness, plots_dir)
         except ImportError as err:
             plot_note = f"plots skipped: matplotlib is not installed ({err})"
     else:
@@ -240,6 +248,10 @@ def render_html(aggregates: Aggregates, plot_paths: list[Path], plot_note: str =
         from .leaderboard_report import leaderboard_html
 
         parts.append(leaderboard_html(aggregates.leaderboard, aggregates.tables, figures, _img))
+    if aggregates.harness is not None:
+        from .harness_report import harness_html
+
+        parts.append(harness_html(aggregates.harness, figures, _img, _frame_html))
     if aggregates.cards:
         from .sensitivity_report import cards_html
 

@@ -165,7 +165,8 @@ class SensitivityCard:
     def summary_line(self) -> str:
         """One line for the terminal, e.g. ``smollm2 agnews zero-shot: 61.0 [47.0-70.0] across 51 instructions; ...``."""
         m = self.measures
-        text = (f"{self.model} {self.task} {self.setting.replace('_', '-')}: {_num(m['avgp'].value)} "
+        where = f" [{self.placement}]" if self.placement else ""
+        text = (f"{self.model} {self.task}{where} {self.setting.replace('_', '-')}: {_num(m['avgp'].value)} "
                 f"[{_num(m['minp'].value)}-{_num(m['maxp'].value)}] across {len(self.instructions)} instructions")
         sd = m.get("instruction_sd")
         if sd is not None and sd.value is not None:
@@ -508,12 +509,14 @@ def results_document(model: str, cards: Sequence[SensitivityCard], *, harness_na
     for card in cards:
         if card.model != model:
             continue
-        name = harness_name(card.task)
+        # lm-eval's own tasks (a placement) keep their name; InstructEval's are instructeval_<task>
+        name = card.task if card.placement else harness_name(card.task)
+        setting = f"{card.placement}/{card.setting}" if card.placement else card.setting
         entry = results.setdefault(name, {"alias": name})
         for key in ("avgp", "maxp"):
             value = card.measures[key].value
-            entry[f"{key}_{card.setting},none"] = None if value is None else value / 100.0
-        block.setdefault(name, {})[card.setting] = card.as_dict()
+            entry[f"{key}_{setting},none"] = None if value is None else value / 100.0
+        block.setdefault(name, {})[setting] = card.as_dict()
     return {
         "results": results,
         "config": {"model": model},

@@ -1,0 +1,278 @@
+"""How far an instruction moves a harness task's own score (``instructeval run --harness-tasks`` results).
+
+Inputs: results entries whose ``configs[T].metadata.harness`` records a harness-task variant (task,
+n-shot, method, instruction, placement, items), and their per-sample logs. The score of a task is its
+first metric (``metric_list[0]``) under its first filter (e.g. GSM8K ``exact_match,strict-match``),
+as the task's own results table lists it first; the null variant's score is the stock score.
+
+Per (model, harness task, placement, n-shot), over the instructions (the null one included):
+
+- the stock score and the instructions' min / median / max, and the stock score's mid-rank
+  percentile among the other instructions' scores;
+- the **instruction-effect SD beyond item noise** (``sensitivity_measures.instruction_effect_sd``,
+  a two-way random-effects fit of the per-item scores) with the sensitivity card's two-way
+  bootstrap interval;
+- a **paired permutation test** of "no instruction matters": under that hypothesis an item's scores
+  are exchangeable across instructions, so each replicate permutes every item's column of scores;
+  the statistic is the between-instruction mean square, ``p = (1 + #{perm >= observed}) / (1 + P)``.
+
+Per (harness task, placement, n-shot) across models (at least 2 models sharing >= 1 instruction):
+the stock ranking of the models, each model's rank range over instructions, the probability that a
+stock-ordered pair flips under a randomly drawn instruction (the share of instructions that flip
+it, with a bootstrap interval over instructions) and Kendall's tau-b between the stock ranking and
+each instruction's (median and minimum).
+
+Example:
+    >>> import numpy as np
+    >>> Y = np.array([[1, 1, 0, 1], [1, 1, 0, 1], [1, 1, 0, 1]], dtype=float)
+    >>> permutation_p(Y, n_perm=99, seed="s")   # identical instructions: the statistic is 0, p = 1
+    1.0
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .bootstrap import rng_for
+from .issues import IssueLog
+from .json_input import BadJson, parse_json_bytes
+from .leaderboard import kendall_tau_b, percentile_of
+from .loading import expand_paths, find_samples, label_from_pretrained, parse_model_args, results_stamp
+from .samples import read_samples
+from .sensitivity_card import SensitivityCard, build_card
+
+
+@dataclass
+class HarnessResult:
+    """One harness-task variant of one model."""
+
+    model: str
+    task: str
+    placement: str
+    num_fewshot: int
+    method: str
+    instruction_id: str
+    instruction: str
+    metric: str  # "name,filter"
+    value: float
+    file: str
+    samples_path: str | None
+    test_ids: list[int] | None = None
+
+
+def _metric_key(result: dict, config: dict) -> str | None:
+    metrics = [m.get("metric") for m in (config.get("metric_list") or []) if isinstance(m, dict)]
+    keys = [k for k in result if "," in k and "_stderr" not in k]
+    for metric in metrics:
+        found = [k for k in keys if k.split(",")[0] == metric]
+        if found:
+            return found[0]
+    return keys[0] if keys else None
+
+
+def load_harness_results(paths: Iterable[str], issues: IssueLog, *, samples: bool = True) -> list[HarnessResult]:
+    """Every harness-task variant in ``paths`` (results files or folders); unreadable files are left to
+    ``load_runs``'s issues."""
+    out: list[HarnessResult] = []
+    quiet = IssueLog()
+    for path in expand_paths(paths, quiet):
+        try:
+            data = parse_json_bytes(Path(path).read_bytes())
+        except (OSError, BadJson):
+            continue
+        if not isinstance(data, dict) or not isinstance(data.get("results"), dict) or not isinstance(data.get("configs"), dict):
+            continue
+        stamp = results_stamp(Path(path))
+        for name, result in sorted(data["results"].items()):
+            config = data["configs"].get(name) or {}
+            meta = config.get("metadata") if isinstance(config, dict) else None
+            record = meta.get("harness") if isinstance(meta, dict) else None
+            if not isinstance(record, dict) or not isinstance(result, dict):
+                continue
+            key = _metric_key(result, config)
+            value = result.get(key) if key else None
+            if not isinstance(value, (int, float)) or isinstance(value, bool):
+                issues.warn("harness-metric", f"no numeric score ({key}) for harness variant; left out", str(path), name)
+                continue
+            model = meta.get("model_label") or label_from_pretrained(
+                parse_model_args((data.get("config") or {}).get("model_args")).get("pretrained") or data.get("model_name") or "model")
+            sample_path = find_samples(Path(path), name, stamp, data["results"].keys())[0] if samples else None
+            out.append(HarnessResult(
+                model=str(model), task=str(record.get("task")), placement=str(record.get("placement", "description")),
+                num_fewshot=int(record.get("num_fewshot") or 0), method=str(record.get("method")),
+                instruction_id=str(record.get("instruction_id")), instruction=str(record.get("instruction", "")),
+                metric=key, value=float(value), file=str(path), samples_path=sample_path, test_ids=record.get("test_ids")))
+    return out
+
+
+def permutation_p(Y: np.ndarray, *, n_perm: int, seed: str, key: Sequence[Any] = ()) -> float:
+    """p-value of "no instruction matters" for ``Y`` (instructions x items), permuting within items."""
+    n_inst, n_items = Y.shape
+
+    def stat(values: np.ndarray) -> np.ndarray:  # between-instruction mean square, per leading axis
+        means = values.mean(axis=-1)
+        return n_items * ((means - means.mean(axis=-1, keepdims=True)) ** 2).sum(axis=-1) / (n_inst - 1)
+
+    observed = float(stat(Y))
+    rng = rng_for(seed, "harness-permutation", *key, n_inst, n_items)
+    exceed = 0
+    batch = max(1, 2_000_000 // max(1, n_inst * n_items))
+    for start in range(0, n_perm, batch):
+        size = min(batch, n_perm - start)
+        order = np.argsort(rng.random((size, n_inst, n_items)), axis=1)
+        permuted = np.take_along_axis(np.broadcast_to(Y, (size, n_inst, n_items)), order, axis=1)
+        exceed += int(np.sum(stat(permuted) >= observed - 1e-12))
+    return (1 + exceed) / (1 + n_perm)
+
+
+@dataclass
+class HarnessEffects:
+    """The section's numbers (scores as fractions; SDs in points)."""
+
+    effects: pd.DataFrame
+    rankings: pd.DataFrame
+    scores: pd.DataFrame
+    cards: list[SensitivityCard] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        def records(frame: pd.DataFrame) -> list[dict]:
+            return json.loads(frame.to_json(orient="records")) if not frame.empty else []
+
+        return {"effects": records(self.effects), "rankings": records(self.rankings), "notes": list(self.notes)}
+
+
+EFFECT_COLUMNS = ["model", "task", "placement", "num_fewshot", "metric", "n_instructions", "n_items", "stock", "min", "median",
+                  "max", "stock_percentile", "instruction_sd", "instruction_sd_low", "instruction_sd_high", "item_noise_sd",
+                  "permutation_p"]
+RANK_COLUMNS = ["task", "placement", "num_fewshot", "metric", "n_models", "n_instructions", "stock_ranking", "rank_ranges",
+                "tau_median", "tau_min", "flip_probability_max", "flip_probability_max_low", "flip_probability_max_high",
+                "most_flipped_pair"]
+
+
+def harness_effects(results: list[HarnessResult], issues: IssueLog, *, n_boot: int, level: float, seed: str,
+                    n_perm: int = 1000) -> HarnessEffects | None:
+    """The per-(model, task, placement) effects and the rank stability across models; None without results."""
+    if not results:
+        return None
+    groups: dict[tuple, list[HarnessResult]] = {}
+    for r in results:
+        groups.setdefault((r.model, r.task, r.placement, r.num_fewshot), []).append(r)
+    rows, cards, score_rows = [], [], []
+    for key in sorted(groups):
+        model, task, placement, shot = key
+        members = sorted(groups[key], key=lambda r: (r.method != "null", r.method, r.instruction_id))
+        metrics = {r.metric for r in members}
+        where = f"{model}/{task} ({placement}, {shot}-shot)"
+        if len(metrics) > 1:
+            issues.warn("harness-metric", f"{where}: variants report different first metrics {sorted(metrics)}; left out")
+            continue
+        stock = next((r for r in members if r.method == "null"), None)
+        others = [r.value for r in members if r.method != "null"]
+        for r in members:
+            score_rows.append({"model": model, "task": task, "placement": placement, "num_fewshot": shot,
+                               "method": r.method, "instruction": r.instruction_id, "score": r.value})
+        Y = _item_matrix(members, issues, where)
+        row = {"model": model, "task": task, "placement": placement, "num_fewshot": shot, "metric": members[0].metric,
+               "n_instructions": len(members), "n_items": Y.shape[1] if Y is not None else None,
+               "stock": stock.value if stock else math.nan,
+               "min": min(others) if others else math.nan, "median": float(np.median(others)) if others else math.nan,
+               "max": max(others) if others else math.nan,
+               "stock_percentile": percentile_of(others, stock.value) if stock and others else math.nan,
+               "instruction_sd": math.nan, "instruction_sd_low": math.nan, "instruction_sd_high": math.nan,
+               "item_noise_sd": math.nan, "permutation_p": math.nan}
+        if Y is not None and len(members) >= 2 and Y.shape[1] >= 2:
+            setting = "zero_shot" if shot == 0 else "few_shot"
+            card = build_card(model, task, setting, [(r.method, r.instruction_id) for r in members], Y, None,
+                              n_boot=n_boot, level=level, seed=seed, metric=members[0].metric)
+            card.placement = placement
+            cards.append(card)
+            sd = card.measures["instruction_sd"]
+            row.update(instruction_sd=sd.value, instruction_sd_low=sd.ci_low if sd.ci_low is not None else math.nan,
+                       instruction_sd_high=sd.ci_high if sd.ci_high is not None else math.nan,
+                       item_noise_sd=card.measures["item_noise_sd"].value,
+                       permutation_p=permutation_p(Y, n_perm=n_perm, seed=seed, key=key))
+        rows.append(row)
+    effects = pd.DataFrame(rows, columns=EFFECT_COLUMNS)
+    scores = pd.DataFrame(score_rows)
+    rankings = _rankings(scores, n_boot=n_boot, level=level, seed=seed)
+    return HarnessEffects(effects, rankings, scores, cards)
+
+
+def _item_matrix(members: list[HarnessResult], issues: IssueLog, where: str) -> np.ndarray | None:
+    rows, ref = [], None
+    for r in members:
+        if not r.samples_path:
+            issues.warn("no-samples", f"{where}: {r.task}__{r.instruction_id} has no samples file; no item-level effects", r.file)
+            return None
+        name, _, filt = r.metric.partition(",")
+        try:
+            doc_ids, values, _ = read_samples(r.samples_path, name, filter_name=filt or "none")
+        except Exception as err:  # AggregationError names the file and line
+            issues.warn("bad-samples", f"{where}: {err}; no item-level effects", r.file)
+            return None
+        if ref is None:
+            ref = doc_ids
+        elif not np.array_equal(ref, doc_ids):
+            issues.warn("samples-docs", f"{where}: instructions were scored on different items; no item-level effects", r.file)
+            return None
+        rows.append(values)
+    return np.vstack(rows)
+
+
+def _rankings(scores: pd.DataFrame, *, n_boot: int, level: float, seed: str) -> pd.DataFrame:
+    rows = []
+    if scores.empty:
+        return pd.DataFrame(columns=RANK_COLUMNS)
+    for (task, placement, shot), part in scores.groupby(["task", "placement", "num_fewshot"], sort=True):
+        wide = part.pivot_table(index="instruction", columns="model", values="score", aggfunc="first")
+        if wide.shape[1] < 2 or "null" not in wide.index:
+            continue
+        wide = wide.dropna(axis=0, how="any")
+        models = list(wide.columns)
+        stock = wide.loc["null"].to_numpy(dtype=float)
+        instr = wide.drop(index="null")
+        if instr.empty:
+            continue
+        order = sorted(range(len(models)), key=lambda i: -stock[i])
+        ranks = {m: [] for m in models}
+        for _, values in instr.iterrows():
+            v = values.to_numpy(dtype=float)
+            for i, m in enumerate(models):
+                ranks[m].append(1 + int(np.sum(v > v[i] + 1e-9)))
+        taus = [kendall_tau_b(stock, values.to_numpy(dtype=float)) for _, values in instr.iterrows()]
+        taus = [t for t in taus if not math.isnan(t)]
+        # per stock-ordered pair: the share of instructions that order it the other way
+        flips = {}
+        matrix = instr.to_numpy(dtype=float)
+        for a in range(len(models)):
+            for b in range(a + 1, len(models)):
+                ds = stock[a] - stock[b]
+                if abs(ds) <= 1e-9:
+                    continue
+                flips[(a, b)] = np.sign(matrix[:, a] - matrix[:, b]) == -np.sign(ds)
+        worst = max(flips, key=lambda p: flips[p].mean()) if flips else None
+        low = high = math.nan
+        if worst is not None and n_boot > 0:
+            rng = rng_for(seed, "harness-flip", task, placement, shot)
+            draws = rng.integers(0, len(matrix), size=(n_boot, len(matrix)))
+            reps = flips[worst][draws].mean(axis=1)
+            low, high = (float(x) for x in np.quantile(reps, [(1 - level) / 2, 1 - (1 - level) / 2]))
+        rows.append({
+            "task": task, "placement": placement, "num_fewshot": shot, "metric": "",
+            "n_models": len(models), "n_instructions": len(instr) + 1,
+            "stock_ranking": " > ".join(models[i] for i in order),
+            "rank_ranges": "; ".join(f"{m}: {min(ranks[m])}-{max(ranks[m])}" for m in (models[i] for i in order)),
+            "tau_median": float(np.median(taus)) if taus else math.nan, "tau_min": min(taus) if taus else math.nan,
+            "flip_probability_max": float(flips[worst].mean()) if worst is not None else math.nan,
+            "flip_probability_max_low": low, "flip_probability_max_high": high,
+            "most_flipped_pair": f"{models[worst[0]]} vs {models[worst[1]]}" if worst is not None else "",
+        })
+    return pd.DataFrame(rows, columns=RANK_COLUMNS)

@@ -1,0 +1,126 @@
+"""The report's "Instructions on the harness's own tasks" section (``harness_effects``): files, HTML, figures.
+
+Files: ``data/harness_effects.csv`` (per model, task, placement), ``data/harness_rankings.csv`` (per
+task and placement across models), ``data/harness_scores.csv`` (every variant's score), the same as
+Markdown tables in ``tables/harness_effects.md``, and one figure per task
+(``plots/harness_<task>.png/.svg``: each model's instruction scores, the stock score marked).
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from pathlib import Path
+from typing import Any, Callable
+
+import pandas as pd
+
+from .csv_cells import safe_frame
+from .harness_effects import HarnessEffects, harness_effects, load_harness_results
+from .issues import IssueLog
+
+
+def add_harness(aggregates, paths, issues: IssueLog | None = None) -> None:
+    """Compute the section from ``paths`` and attach it (and its sensitivity cards) to ``aggregates``."""
+    log = IssueLog()
+    results = load_harness_results(paths, log, samples=aggregates.options.use_samples)
+    opts = aggregates.options
+    effects = harness_effects(results, log, n_boot=opts.n_boot, level=opts.ci_level, seed=opts.seed)
+    aggregates.harness = effects
+    if effects is not None:
+        aggregates.cards = list(aggregates.cards) + effects.cards
+    merged = IssueLog()
+    merged.extend(list(aggregates.issues) + list(log.items))
+    aggregates.issues = merged.sorted()
+
+
+def _percent(value: Any) -> str:
+    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{100 * value:.1f}"
+
+
+def effects_table(effects: HarnessEffects) -> pd.DataFrame:
+    """The effects in points, an interval column, for Markdown and HTML."""
+    rows = []
+    for r in effects.effects.to_dict("records"):
+        sd = "" if math.isnan(r["instruction_sd"]) else f"{r['instruction_sd']:.1f}"
+        if sd and not math.isnan(r["instruction_sd_low"]):
+            sd += f" [{r['instruction_sd_low']:.1f}, {r['instruction_sd_high']:.1f}]"
+        rows.append({
+            "model": r["model"], "task": r["task"], "placement": r["placement"], "shots": r["num_fewshot"],
+            "metric": r["metric"], "instructions": r["n_instructions"], "items": r["n_items"] or "",
+            "stock": _percent(r["stock"]), "min": _percent(r["min"]), "median": _percent(r["median"]),
+            "max": _percent(r["max"]), "stock pct": "" if math.isnan(r["stock_percentile"]) else f"{r['stock_percentile']:.0f}",
+            "instruction SD": sd, "item noise SD": "" if math.isnan(r["item_noise_sd"]) else f"{r['item_noise_sd']:.1f}",
+            "p (no effect)": "" if math.isnan(r["permutation_p"]) else f"{r['permutation_p']:.3f}",
+        })
+    return pd.DataFrame(rows)
+
+
+def _markdown(frame: pd.DataFrame) -> str:
+    if frame.empty:
+        return "(none)\n"
+    cols = [str(c) for c in frame.columns]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for row in frame.itertuples(index=False):
+        lines.append("| " + " | ".join(str(v) for v in row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def write_harness_files(effects: HarnessEffects, data_dir: Path, tables_dir: Path) -> list[str]:
+    for frame, name in ((effects.effects, "harness_effects"), (effects.rankings, "harness_rankings"), (effects.scores, "harness_scores")):
+        text = safe_frame(frame).to_csv(index=False, float_format="%.6f", lineterminator="\n")
+        (data_dir / f"{name}.csv").write_text(text, encoding="utf-8", newline="\n")
+    md = tables_dir / "harness_effects.md"
+    md.write_text("## Instructions on the harness's own tasks\n\n" + _markdown(effects_table(effects))
+                  + "\n## Rank stability across models\n\n" + _markdown(effects.rankings), encoding="utf-8", newline="\n")
+    return [str(md)]
+
+
+def harness_plots(effects: HarnessEffects, folder: Path) -> list[Path]:
+    """Per task: each model's instruction scores (dots) and its stock score (a red bar)."""
+    from .plots import _pyplot, _save
+
+    if effects.scores.empty:
+        return []
+    plt = _pyplot()
+    paths: list[Path] = []
+    for (task, placement, shot), part in effects.scores.groupby(["task", "placement", "num_fewshot"], sort=True):
+        models = sorted(part["model"].unique())
+        fig, ax = plt.subplots(figsize=(1.4 * len(models) + 2.5, 3.2))
+        for i, model in enumerate(models):
+            rows = part[part["model"] == model]
+            others = rows[rows["method"] != "null"]["score"].to_numpy(dtype=float) * 100
+            jitter = (pd.Series(range(len(others))) % 7 - 3).to_numpy() * 0.04
+            ax.scatter(i + jitter, others, s=14, alpha=0.7, color="#4477aa", label="instructions" if i == 0 else None)
+            stock = rows[rows["method"] == "null"]["score"].to_numpy(dtype=float) * 100
+            if len(stock):
+                ax.hlines(stock[0], i - 0.3, i + 0.3, color="#cc3311", linewidth=2.2, label="stock (null)" if i == 0 else None)
+        ax.set_xticks(range(len(models)), models, rotation=20, ha="right")
+        ax.set_ylabel("score (%)")
+        ax.set_title(f"{task} ({shot}-shot, {placement}): instruction scores vs the stock score", fontsize=9)
+        ax.legend(fontsize=7, loc="best")
+        safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in f"{task}_{placement}_{shot}")
+        paths += _save(fig, folder, f"harness_{safe}")
+        plt.close(fig)
+    return paths
+
+
+def harness_html(effects: HarnessEffects, figures: dict[str, Path], img: Callable[[Path], str], frame_html: Callable[..., str]) -> str:
+    parts = ["<h2>Instructions on the harness's own tasks</h2>",
+             "<p class='note'>Each task on its own protocol; a variant changes only the instruction (placed as the "
+             "task's description); the null variant is the stock task. Scores in %; stock pct: the stock score's "
+             "mid-rank percentile among the instructions'; instruction SD: the SD of the instructions' true scores "
+             "beyond item noise (points, two-way random effects, bootstrap interval over instructions and items); "
+             "p: a within-item permutation test of 'no instruction matters'.</p>",
+             frame_html(effects_table(effects))]
+    if not effects.rankings.empty:
+        parts.append("<h3>Rank stability across models</h3>")
+        parts.append("<p class='note'>Flip probability: the share of instructions under which a stock-ordered pair of "
+                     "models changes order (the most flipped pair, with a bootstrap interval over instructions); "
+                     "tau: Kendall's tau-b between the stock ranking and each instruction's.</p>")
+        parts.append(frame_html(effects.rankings.drop(columns=["metric"]), decimals=3))
+    for stem in sorted(s for s in figures if s.startswith("harness_")):
+        parts.append(img(figures[stem]))
+    if effects.notes:
+        parts.append("<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in effects.notes) + "</ul>")
+    return "\n".join(parts)

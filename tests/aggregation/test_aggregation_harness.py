@@ -1,0 +1,108 @@
+"""The aggregation of ``--harness-tasks`` results: the stock score among the instructions', the
+instruction effect beyond item noise, the permutation test, rank stability across models."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from instructeval_aggregation.harness_effects import harness_effects, load_harness_results, permutation_p
+from instructeval_aggregation.issues import IssueLog
+from instructeval_aggregation.sensitivity_measures import instruction_effect_sd
+
+STAMP = "2026-01-01T00-00-00.000000"
+
+
+def _write(folder: Path, model: str, task: str, per_instruction: dict[str, list[int]], *, shot: int = 0,
+           metric: str = "acc", filt: str = "none") -> None:
+    """A results file and samples logs in the layout ``instructeval run --harness-tasks`` writes."""
+    out = folder / model
+    out.mkdir(parents=True, exist_ok=True)
+    results, configs = {}, {}
+    for iid, correct in per_instruction.items():
+        name = f"{task}__{iid}"
+        results[name] = {"alias": name, f"{metric},{filt}": sum(correct) / len(correct), f"{metric}_stderr,{filt}": 0.1}
+        configs[name] = {"task": name, "metric_list": [{"metric": metric}], "metadata": {
+            "model_label": model,
+            "harness": {"task": task, "num_fewshot": shot, "method": "null" if iid == "null" else "generic",
+                        "instruction_id": iid, "instruction": "" if iid == "null" else f"text {iid}",
+                        "placement": "description", "test_ids": list(range(len(correct)))}}}
+        lines = [json.dumps({"doc_id": d, "filter": filt, metric: float(c), "target": "0",
+                             "filtered_resps": [["-1.0", "False"]]}) for d, c in enumerate(correct)]
+        (out / f"samples_{name}_{STAMP}.jsonl").write_text("\n".join(lines) + "\n")
+    (out / f"results_harness__{task}.json").write_text(json.dumps({
+        "results": results, "configs": configs, "config": {"model": "hf", "model_args": f"pretrained={model}"},
+        "versions": {}, "n-shot": {}}))
+
+
+def test_permutation_test_finds_a_real_effect_and_not_a_null_one():
+    rng = np.random.default_rng(0)
+    items = 60
+    null_grid = (rng.random((6, items)) < 0.5).astype(float)
+    strong = np.vstack([(rng.random(items) < p).astype(float) for p in (0.2, 0.3, 0.5, 0.6, 0.8, 0.9)])
+    assert permutation_p(strong, n_perm=200, seed="s") < 0.01
+    assert permutation_p(null_grid, n_perm=200, seed="s") > 0.05
+    assert permutation_p(strong, n_perm=200, seed="s") == permutation_p(strong, n_perm=200, seed="s")
+
+
+def test_effects_by_hand(tmp_path):
+    # stock (null) 4/8; instructions 2/8, 5/8, 6/8: min 25, median 62.5, max 75; stock pct 1 of 3 below -> 33.3
+    _write(tmp_path, "m1", "boolq", {
+        "null": [1, 1, 1, 1, 0, 0, 0, 0],
+        "generic-0": [1, 1, 0, 0, 0, 0, 0, 0],
+        "generic-1": [1, 1, 1, 1, 1, 0, 0, 0],
+        "generic-2": [1, 1, 1, 1, 1, 1, 0, 0],
+    })
+    issues = IssueLog()
+    results = load_harness_results([str(tmp_path)], issues)
+    assert sorted(r.instruction_id for r in results) == ["generic-0", "generic-1", "generic-2", "null"]
+    effects = harness_effects(results, issues, n_boot=100, level=0.95, seed="x", n_perm=99)
+    row = effects.effects.iloc[0].to_dict()
+    assert (row["stock"], row["min"], row["median"], row["max"]) == pytest.approx((0.5, 0.25, 0.625, 0.75))
+    assert row["stock_percentile"] == pytest.approx(100 / 3)
+    Y = np.array([[1, 1, 1, 1, 0, 0, 0, 0], [1, 1, 0, 0, 0, 0, 0, 0], [1, 1, 1, 1, 1, 0, 0, 0], [1, 1, 1, 1, 1, 1, 0, 0]], float)
+    assert row["instruction_sd"] == pytest.approx(100 * instruction_effect_sd(Y))
+    assert row["instruction_sd_low"] <= row["instruction_sd"] <= row["instruction_sd_high"]
+    assert 0 < row["permutation_p"] <= 1
+    card = effects.cards[0]
+    assert card.placement == "description" and card.setting == "zero_shot"
+
+
+def test_rank_stability_across_models(tmp_path):
+    # stock: m1 6/8 > m2 4/8; under generic-0 m2 wins (flip), under generic-1 m1 still wins
+    _write(tmp_path, "m1", "hellaswag", {"null": [1] * 6 + [0] * 2, "generic-0": [1] * 3 + [0] * 5, "generic-1": [1] * 7 + [0]}, shot=10)
+    _write(tmp_path, "m2", "hellaswag", {"null": [1] * 4 + [0] * 4, "generic-0": [1] * 5 + [0] * 3, "generic-1": [1] * 2 + [0] * 6}, shot=10)
+    issues = IssueLog()
+    effects = harness_effects(load_harness_results([str(tmp_path)], issues), issues, n_boot=200, level=0.95, seed="x", n_perm=99)
+    rank = effects.rankings.iloc[0].to_dict()
+    assert rank["stock_ranking"] == "m1 > m2"
+    assert rank["flip_probability_max"] == pytest.approx(0.5) and rank["most_flipped_pair"] == "m1 vs m2"
+    assert rank["tau_min"] == pytest.approx(-1.0) and rank["tau_median"] == pytest.approx(0.0)
+    assert rank["rank_ranges"] == "m1: 1-2; m2: 1-2"
+    assert 0.0 <= rank["flip_probability_max_low"] <= 0.5 <= rank["flip_probability_max_high"] <= 1.0
+
+
+def test_cli_reports_harness_only_inputs(tmp_path):
+    _write(tmp_path / "runs", "m1", "boolq", {"null": [1, 0, 1, 0, 1, 0], "generic-0": [1, 1, 1, 0, 1, 0]})
+    _write(tmp_path / "runs", "m2", "boolq", {"null": [1, 1, 1, 0, 1, 0], "generic-0": [0, 0, 1, 0, 1, 0]})
+    out = tmp_path / "report"
+    done = subprocess.run([sys.executable, "-m", "instructeval_aggregation", str(tmp_path / "runs"), "--out", str(out),
+                           "--bootstrap", "50", "--no-plots"], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "m1 boolq [description] zero-shot: " in done.stdout
+    page = (out / "report.html").read_text()
+    assert "Instructions on the harness&#x27;s own tasks" in page or "Instructions on the harness's own tasks" in page
+    effects = (out / "data" / "harness_effects.csv").read_text().splitlines()
+    assert len(effects) == 3 and effects[0].startswith("model,task,placement,num_fewshot,metric")
+    doc = json.loads((out / "sensitivity" / "instructeval_sensitivity_m1.json").read_text())
+    assert set(doc["instructeval_sensitivity"]) == {"boolq"}
+    assert set(doc["instructeval_sensitivity"]["boolq"]) == {"description/zero_shot"}
+    summary = json.loads((out / "summary.json").read_text())
+    assert [r["model"] for r in summary["harness"]["effects"]] == ["m1", "m2"]
+    assert not math.isnan(summary["harness"]["effects"][0]["instruction_sd"])
