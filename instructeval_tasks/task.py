@@ -192,10 +192,15 @@ class InstructEvalTask(ConfigurableTask):
         """The prompt's description for ``instruction`` (``Instruction.description``)."""
         return instruction.description
 
+    _in_chat = False  # set while a chat-template context is built (fewshot_context)
+
     def resolve_field(self, doc: dict[str, Any], field: str | None = None):
         # The instruction is data: never look it up as a field nor render it as Jinja.
         if field is not None and field == self.prompt_description:
-            return field
+            # With a chat template the description is the system message, a turn of its own: the
+            # blank line that separates it from the first block in plain text would be a stray
+            # "\n\n" at the end of the system turn.
+            return field.removesuffix(self.config.fewshot_delimiter) if self._in_chat else field
         return super().resolve_field(doc, field)
 
     def fewshot_context(self, doc, num_fewshot, system_instruction=None, apply_chat_template=False, **kwargs):
@@ -204,9 +209,13 @@ class InstructEvalTask(ConfigurableTask):
         # before the first block has to come from here.
         if system_instruction and not self.prompt_description and not apply_chat_template:
             system_instruction = system_instruction + self.config.fewshot_delimiter
-        return super().fewshot_context(
-            doc, num_fewshot, system_instruction=system_instruction, apply_chat_template=apply_chat_template, **kwargs
-        )
+        self._in_chat = bool(apply_chat_template)
+        try:
+            return super().fewshot_context(
+                doc, num_fewshot, system_instruction=system_instruction, apply_chat_template=apply_chat_template, **kwargs
+            )
+        finally:
+            self._in_chat = False
 
     def set_fewshot_seed(self, seed: int | None = None) -> None:
         # The harness passes its global few-shot seed to every task; demos follow demo_seed only.

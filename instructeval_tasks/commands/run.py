@@ -36,6 +36,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="lm-eval's own tasks, groups or tags (hellaswag:10,boolq,gsm8k:5,bbh_fewshot_navigate) to "
                         "sweep the null and generic instructions over, each on its own protocol; the null variant is "
                         "the stock task (--data-dir reads local copies, see instructeval_tasks/harness/local_data.yaml)")
+    parser.add_argument("--placements", default="description", metavar="P,...",
+                        help="where a harness task's instruction goes, each its own setting: description (no chat "
+                        "template; default), chat-system (the system message), chat-user (head of the first user turn)")
+    parser.add_argument("--fewshot-as-multiturn", dest="fewshot_as_multiturn", action="store_true", default=None,
+                        help="with a chat placement, demos as user/assistant turns (lm-eval's default)")
+    parser.add_argument("--no-fewshot-as-multiturn", dest="fewshot_as_multiturn", action="store_false",
+                        help="with a chat placement, demos folded into one user turn")
     parser.add_argument("--methods", default="null,generic", help="comma list of bank methods or 'all' (default null,generic)")
     parser.add_argument("--profile", default="quick", help="protocol profile: paper, original or quick (default quick)")
     parser.add_argument("--output", "--output_path", dest="output", required=True, help="output folder")
@@ -149,6 +156,8 @@ def run(args: argparse.Namespace) -> int:
         budget=budget,
         allow_truncation=args.allow_truncation,
         harness_tasks=args.harness_tasks,
+        placements=tuple(p.strip() for p in args.placements.split(",") if p.strip()),
+        fewshot_as_multiturn=args.fewshot_as_multiturn,
     ))
     print(f"{report.planned} planned, {report.skipped} skipped (done), {report.evaluated} evaluated: {report.output_dir}")
     return 0

@@ -31,7 +31,13 @@ from ..errors import UserError, did_you_mean
 from ..sampling import select_indices
 from .local_data import LocalDataError, local_splits
 
-PLACEMENTS = ("description",)
+# Where the instruction goes (a protocol axis: each placement is its own setting):
+# - description: the task's description, no chat template (lm_eval's plain prompt);
+# - chat-system: chat template on, the instruction is the system message (where lm_eval
+#   --apply_chat_template puts a description);
+# - chat-user: chat template on, the instruction heads the first user turn.
+PLACEMENTS = ("description", "chat-system", "chat-user")
+CHAT_PLACEMENTS = ("chat-system", "chat-user")
 FEWSHOT_SEED = 1234  # lm_eval.simple_evaluate's default fewshot_random_seed
 
 
@@ -174,20 +180,43 @@ def instructed_config(stock: Mapping[str, Any], *, name: str, instruction: str, 
     cfg.pop("task_alias", None)
     if num_fewshot is not None:
         cfg["num_fewshot"] = num_fewshot
-    if instruction:
-        own = cfg.get("description") or ""
+    own = cfg.get("description") or ""
+    if instruction and placement == "description":
         cfg["description"] = _raw(instruction) + cfg.get("fewshot_delimiter", "\n\n") + own
+    elif instruction and placement == "chat-system":
+        # The system message is a turn of its own: no delimiter after the instruction unless the
+        # task's own description follows it there.
+        cfg["description"] = _raw(instruction) + (cfg.get("fewshot_delimiter", "\n\n") + own if own else "")
+    # chat-user: the config keeps its description; the task object puts the instruction in the first user turn.
     cfg["metadata"] = {**(cfg.get("metadata") or {}), **dict(metadata)}
     return cfg
 
 
-def build_task(config: dict[str, Any], *, data_dir: str | None):
-    """A ``ConfigurableTask`` of ``config`` reading its rows from ``data_dir`` (``local_data.yaml``) or the HF hub."""
+def build_task(config: dict[str, Any], *, data_dir: str | None, user_instruction: str = ""):
+    """A ``ConfigurableTask`` of ``config`` reading its rows from ``data_dir`` (``local_data.yaml``) or the HF hub.
+
+    ``user_instruction`` (the chat-user placement): put at the head of the first user turn, followed
+    by the task's few-shot delimiter, when the prompt is built with a chat template.
+    """
     import datasets
     from lm_eval.api.task import ConfigurableTask
 
     class InstructedHarnessTask(ConfigurableTask):
         local_record: dict[str, Any] | None = None
+
+        def fewshot_context(self, doc, num_fewshot, *args: Any, **kwargs: Any):
+            template = kwargs.get("chat_template")
+            if user_instruction and kwargs.get("apply_chat_template") and template is not None:
+                delimiter = self.config.fewshot_delimiter
+
+                def with_instruction(messages, *targs: Any, **tkwargs: Any):
+                    messages = [dict(m) for m in messages]
+                    first = next(i for i, m in enumerate(messages) if m.get("role") == "user")
+                    messages[first]["content"] = user_instruction + delimiter + messages[first]["content"]
+                    return template(messages, *targs, **tkwargs)
+
+                kwargs["chat_template"] = with_instruction
+            return super().fewshot_context(doc, num_fewshot, *args, **kwargs)
 
         def download(self, dataset_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
             if data_dir:

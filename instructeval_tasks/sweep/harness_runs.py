@@ -87,12 +87,19 @@ def data_identity(task: str, cfg: dict[str, Any], data_dir: str | None) -> dict[
 
 def plan_harness(text: str, methods: list[str], bank: Any, *, instructions_per_method: int | None, instruction_seed: int,
                  test_sample: int | None, test_seed: int, data_dir: str | None, placements: tuple[str, ...] = ("description",),
-                 echo: Callable[[str], None] = lambda line: None) -> tuple[list[HarnessVariant], dict[str, dict[str, Any]], dict[str, dict]]:
+                 fewshot_as_multiturn: bool | None = None, echo: Callable[[str], None] = lambda line: None) -> tuple[list[HarnessVariant], dict[str, dict[str, Any]], dict[str, dict]]:
     """``(variants, data identity per harness task, stock config per harness task)``.
 
     Every check that can fail on the user's input runs here, before the model loads: unknown tasks
     (did-you-mean), data not found offline, no instruction to run.
     """
+    from ..harness.tasks import PLACEMENTS, HarnessTaskError
+    from ..errors import did_you_mean
+
+    for placement in placements:
+        if placement not in PLACEMENTS:
+            raise HarnessTaskError(f"--placements: unknown placement {placement!r}{did_you_mean(placement, PLACEMENTS)}; "
+                                   f"available: {', '.join(PLACEMENTS)}")
     refs = expand_refs(parse_harness_tasks(text))
     chosen: list[tuple[str, list]] = []
     skipped = []
@@ -130,6 +137,8 @@ def plan_harness(text: str, methods: list[str], bank: Any, *, instructions_per_m
                         "instruction_sha": entry.sha,
                         "instruction": entry.text,
                         "placement": placement,
+                        # lm-eval's default with a chat template: demos as turns
+                        "fewshot_as_multiturn": (fewshot_as_multiturn is not False) if placement != "description" else None,
                         "test_sample": test_sample,
                         "test_seed": test_seed,
                         "fewshot_seed": FEWSHOT_SEED,
@@ -141,13 +150,23 @@ def plan_harness(text: str, methods: list[str], bank: Any, *, instructions_per_m
     return variants, identities, configs
 
 
-def replay_command(task: str, num_fewshot: int, ids: list[int] | None) -> str:
+def check_chat_template(lm: Any, label: str) -> None:
+    """Refuse a chat placement for a model whose tokenizer has no chat template (one line, exit 2)."""
+    tokenizer = getattr(lm, "tokenizer", None)
+    if tokenizer is not None and not getattr(tokenizer, "chat_template", None):
+        raise UserError(f"--placements chat-system/chat-user need a chat template, and model {label} has none "
+                        "(a base model); use --placements description")
+
+
+def replay_command(task: str, num_fewshot: int, ids: list[int] | None, *, chat: bool = False, multiturn: bool | None = None) -> str:
     """The ``lm_eval`` arguments that score the same rows with the same demos (model and data flags aside).
 
         >>> replay_command("hellaswag", 10, [3, 7])
         'lm_eval --tasks hellaswag --num_fewshot 10 --seed 0,1234,1234,1234 --samples \\'{"hellaswag": [3, 7]}\\''
     """
     command = f"lm_eval --tasks {task} --num_fewshot {num_fewshot} --seed 0,1234,1234,{FEWSHOT_SEED}"
+    if chat:  # lm_eval turns --fewshot_as_multiturn on with --apply_chat_template unless told "false"
+        command += " --apply_chat_template" + ("" if multiturn is not False else " --fewshot_as_multiturn false")
     if ids is not None:
         command += f" --samples '{json.dumps({task: ids})}'"
     return command
@@ -160,23 +179,48 @@ def evaluate_harness_task(lm: Any, variants: list[HarnessVariant], stock_cfg: di
 
     from .. import object_task_manager
 
+    placements = {v.placement for v in variants}
+    if len(placements) > 1:  # one harness call per placement: the chat template is a call-wide switch
+        results: dict[str, Any] = {}
+        samples: dict[str, list[dict]] = {}
+        for placement in sorted(placements, key=lambda p: (p != "description", p)):
+            part = [v for v in variants if v.placement == placement]
+            res, smp = evaluate_harness_task(lm, part, stock_cfg, data_dir=data_dir, extra_metadata=extra_metadata,
+                                             log_samples=log_samples)
+            if not results:
+                results = res
+            else:
+                for key in ("results", "configs", "versions", "n-shot", "higher_is_better", "n-samples"):
+                    results.setdefault(key, {}).update(res.get(key) or {})
+            samples.update(smp)
+        return results, samples
+    placement = next(iter(placements))
+    chat = placement != "description"
+    multiturn = variants[0].metadata["harness"].get("fewshot_as_multiturn")
     tasks = []
     ids = None
     for variant in variants:
         meta = {**extra_metadata, **variant.metadata}
         cfg = instructed_config(stock_cfg, name=variant.name, instruction=variant.entry.text,
                                 num_fewshot=variant.num_fewshot, metadata=meta, placement=variant.placement)
-        task = build_task(cfg, data_dir=data_dir)
+        task = build_task(cfg, data_dir=data_dir, user_instruction=variant.entry.text if placement == "chat-user" else "")
         if not tasks:
             ids = scored_ids(task, variant.metadata["harness"]["test_sample"], variant.metadata["harness"]["test_seed"])
         record = {**variant.metadata["harness"], "test_ids": ids, "eval_size": len(task.eval_docs),
                   "data_source": "local" if data_dir else "hf",
-                  "replay": replay_command(variant.task, variant.num_fewshot, ids) if not variant.entry.text else None}
+                  "replay": replay_command(variant.task, variant.num_fewshot, ids, chat=chat, multiturn=multiturn)
+                  if not variant.entry.text else None}
         task.config.metadata = {**(task.config.metadata or {}), "harness": record}
         tasks.append(task)
     samples = {t.config.task: ids for t in tasks} if ids is not None else None
+    chat_args: dict[str, Any] = {}
+    if chat:
+        chat_args = {"apply_chat_template": True}
+        if multiturn is not None:
+            chat_args["fewshot_as_multiturn"] = multiturn
     results = lm_eval.simple_evaluate(model=lm, tasks=tasks, log_samples=log_samples, verbosity="ERROR",
-                                      task_manager=object_task_manager(), fewshot_random_seed=FEWSHOT_SEED, samples=samples)
+                                      task_manager=object_task_manager(), fewshot_random_seed=FEWSHOT_SEED, samples=samples,
+                                      **chat_args)
     samples_out = results.pop("samples", {}) if log_samples else {}
     results.pop("samples", None)
     return results, samples_out
@@ -202,6 +246,7 @@ def run_harness(lm: Any, variants: list[HarnessVariant], configs: dict[str, dict
         for v in members:
             result = results["results"].get(v.name) or {}
             value = next((x for k, x in result.items() if "," in k and "stderr" not in k and isinstance(x, (int, float))), None)
-            scores.append(f"{v.entry.id}={value:.3f}" if value is not None else f"{v.entry.id}=n/a")
+            label = v.entry.id if v.placement == "description" else f"{v.entry.id}@{v.placement}"
+            scores.append(f"{label}={value:.3f}" if value is not None else f"{label}=n/a")
         write(f"done {task} ({members[0].num_fewshot}-shot, {len(members)} instruction(s)): " + ", ".join(scores))
     return paths

@@ -242,7 +242,7 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
         harness, identities, harness_configs = plan_harness(
             o.harness_tasks, method_names, bank, instructions_per_method=prof.instructions_per_method,
             instruction_seed=prof.instruction_seed, test_sample=prof.test_sample, test_seed=prof.test_seed,
-            data_dir=data_dir, echo=echo)
+            data_dir=data_dir, placements=tuple(o.placements), fewshot_as_multiturn=o.fewshot_as_multiturn, echo=echo)
         run_fp["data"].update({f"harness:{name}": ident for name, ident in identities.items()})
         for variant in harness:
             variant.metadata.update({**model_meta, "model_label": label,
@@ -340,6 +340,10 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
             spec = ModelSpec(model, model_args, label, batch_size=batch_size, max_batch_size=max_batch_size, device=device)
             if harness_pending and runner.lm is None:  # one model for the sweep's variants and the harness tasks
                 runner.lm = spec.load()
+            if any(v.placement != "description" for v in harness_pending):
+                from .harness_runs import check_chat_template
+
+                check_chat_template(runner.lm, label)
             stock = None
             if stock_pending:  # the local executor (checked above): the stock tasks share its model
                 from .leaderboard import StockSchedule  # stock tasks run as soon as their task's variants are saved

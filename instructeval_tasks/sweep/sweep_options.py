@@ -57,6 +57,10 @@ class SweepOptions:
         harness_tasks: lm-eval's own tasks (tasks, groups or tags, ``"hellaswag:10,gsm8k:5"``) to sweep
             the task-agnostic instructions over, each on its own protocol (``sweep.harness_runs``);
             ``tasks`` may then be empty.
+        placements: where the harness tasks' instruction goes, each its own setting: ``description``
+            (no chat template), ``chat-system``, ``chat-user`` (``harness.tasks.PLACEMENTS``).
+        fewshot_as_multiturn: with a chat placement, demos as user/assistant turns (``None``:
+            lm-eval's default, True) or folded into one user turn (False).
     """
 
     model: str
@@ -86,3 +90,5 @@ class SweepOptions:
     budget: float | Budget | None = None
     allow_truncation: bool = False
     harness_tasks: str | None = None
+    placements: tuple[str, ...] | list[str] = ("description",)
+    fewshot_as_multiturn: bool | None = None

@@ -199,3 +199,74 @@ def test_cli_errors_are_one_line(tmp_path, tiny_model_dir, harness_data):
         lines = done.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("instructeval: error: ") and message in lines[0], done.stderr
     assert not (tmp_path / "o").exists()
+
+
+# ------------------------------------------------------------------------------------------ placements
+
+CHAT_TEMPLATE = ("{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}<|end|>\n{% endfor %}"
+                 "{% if add_generation_prompt %}<|assistant|>{% endif %}")
+
+
+@pytest.fixture(scope="module")
+def tiny_chat_model(tiny_model_dir, tmp_path_factory) -> Path:
+    """The tiny model with a chat template (system, user and assistant turns)."""
+    out = tmp_path_factory.mktemp("tiny_chat") / "tiny_chat"
+    shutil.copytree(tiny_model_dir, out)
+    config = json.loads((out / "tokenizer_config.json").read_text())
+    config["chat_template"] = CHAT_TEMPLATE
+    (out / "tokenizer_config.json").write_text(json.dumps(config))
+    return out
+
+
+def test_chat_placements_put_the_instruction_in_the_system_or_the_first_user_turn(tiny_chat_model, harness_data, tmp_path):
+    report = run_sweep(model="hf", model_args=f"pretrained={tiny_chat_model},dtype=float32", tasks=None, methods="null,generic",
+                       output=tmp_path, profile="quick", overrides={"instructions_per_method": 1, "test_sample": 2},
+                       data_dir=str(harness_data), device="cpu", progress=False, harness_tasks="bbh_fewshot_navigate:2,hellaswag:1",
+                       placements=("description", "chat-system", "chat-user"))
+    assert report.evaluated == 12
+    entries = _entries(tmp_path)
+    generic = next(e["meta"]["harness"]["instruction_id"] for e in entries.values() if e["meta"]["harness"]["method"] == "generic")
+    text = entries[f"hellaswag__{generic}"]["meta"]["harness"]["instruction"]
+
+    def first_context(name: str) -> str:
+        return next(iter(_samples(tmp_path, name).values()))["arguments"]["gen_args_0"]["arg_0"]
+
+    # no own description (HellaSwag): the system turn is the instruction alone, no stray blank line
+    assert first_context(f"hellaswag__{generic}__chat-system").startswith(f"<|system|>{text}<|end|>\n<|user|>")
+    assert first_context(f"hellaswag__{generic}__chat-user").startswith(f"<|user|>{text}\n\n")
+    null_user = first_context("hellaswag__null__chat-user")
+    assert first_context(f"hellaswag__{generic}__chat-user") == null_user.replace("<|user|>", f"<|user|>{text}\n\n", 1)
+    assert first_context("hellaswag__null__chat-system") == null_user  # the null variant: lm_eval --apply_chat_template
+    # an own description (BBH) stays the system turn; chat-user leaves it there
+    own = "Given a series of navigation instructions, determine whether one would end up back at the starting point."
+    assert first_context(f"bbh_fewshot_navigate__{generic}__chat-system").startswith(f"<|system|>{text}\n\n{own}")
+    assert first_context(f"bbh_fewshot_navigate__{generic}__chat-user").startswith(f"<|system|>{own}\n\n<|end|>\n<|user|>{text}\n\nQ: ")
+    meta = entries["hellaswag__null__chat-system"]["meta"]["harness"]
+    assert meta["placement"] == "chat-system" and meta["fewshot_as_multiturn"] is True
+    assert meta["replay"].endswith(f"--samples '{json.dumps({'hellaswag': meta['test_ids']})}'") and "--apply_chat_template" in meta["replay"]
+
+
+def test_a_chat_placement_needs_a_chat_template(tiny_model_dir, harness_data, tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "instructeval_tasks.cli", "run", "--model", "hf", "--model_args", f"pretrained={tiny_model_dir}",
+         "--output", str(tmp_path / "o"), "--data-dir", str(harness_data), "--harness-tasks", "hellaswag:1",
+         "--placements", "chat-system", "--test-sample", "2", "--device", "cpu"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1].startswith("instructeval: error: --placements chat-system/chat-user need a chat template")
+    assert not list((tmp_path / "o").rglob("results_*.json"))
+
+
+def test_instructeval_task_with_apply_chat_template_has_no_stray_blank_line(tiny_chat_model, tiny_data_dir, tmp_path):
+    """``lm_eval --apply_chat_template`` puts an InstructEval task's instruction in the system turn, alone."""
+    env = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    repo = Path(__file__).resolve().parents[2]
+    metadata = json.dumps({"data_dir": str(tiny_data_dir), "test_sample": 2, "method": "generic", "instruction_id": "generic-0"})
+    done = subprocess.run(
+        [sys.executable, "-m", "lm_eval", "--model", "hf", "--model_args", f"pretrained={tiny_chat_model},dtype=float32",
+         "--include_path", str(repo / "instructeval_tasks"), "--tasks", "instructeval_agnews", "--apply_chat_template",
+         "--metadata", metadata, "--device", "cpu", "--batch_size", "4", "--output_path", str(tmp_path / "out"), "--log_samples"],
+        capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (path,) = list((tmp_path / "out").rglob("samples_instructeval_agnews_*.jsonl"))
+    context = json.loads(path.read_text().splitlines()[0])["arguments"]["gen_args_0"]["arg_0"]
+    assert context.startswith("<|system|>Solve the following task:<|end|>\n<|user|>"), context[:200]
