@@ -138,7 +138,8 @@ def check_bank_dir(root: Path | str, known: Iterable[str] | None = None) -> tupl
     errors: list[str] = []
     by_key: dict[tuple[str, str, str | None], list[BankEntry]] = {}
     origin: dict[tuple[str, str, str | None], str] = {}
-    paths = sorted(root.rglob("*.yaml"))
+    # harness/: banks for lm-eval's own tasks (harness_banks.py), which name harness tasks, not InstructEval's
+    paths = [p for p in sorted(root.rglob("*.yaml")) if p.relative_to(root).parts[0] != "harness"]
     for path in paths:
         file_errors: list[str] = []
         data = read_yaml(path, file_errors)
@@ -163,9 +164,10 @@ def check_bank_dir(root: Path | str, known: Iterable[str] | None = None) -> tupl
                 continue
             origin[key] = entry.source_file
             by_key.setdefault(key, []).append(entry)
-    if not paths:
+    harness_only = not paths and any((root / "harness").rglob("*.yaml"))  # banks for lm-eval's own tasks only
+    if not paths and not harness_only:
         errors.append(f"bank directory {root} holds no *.yaml bank files")
-    return (Bank(root, by_key) if by_key else None), errors
+    return (Bank(root, by_key) if by_key or harness_only else None), errors
 
 
 def load_bank_dir(root: Path | str) -> Bank:

@@ -149,4 +149,20 @@ def run_validate(args: argparse.Namespace) -> int:
                 f"ok   {directory}: {len(bank.methods())} methods, {len(bank.tasks())} tasks, "
                 f"{len(bank.entries_by_key)} (method, task, model) banks, {n_entries} entries"
             )
+    from instructeval_banks.harness_banks import HARNESS_SUBDIR, check_harness_banks
+
+    for directory in dirs:  # banks for lm-eval's own tasks: <dir>/harness/<method>/<name>.yaml
+        if not os.path.isdir(os.path.join(directory, HARNESS_SUBDIR)):
+            continue
+        harness, errors = check_harness_banks([directory])
+        where = os.path.join(directory, HARNESS_SUBDIR)
+        if errors:
+            failed += 1
+            print(f"FAIL {where}: {len(errors)} problem(s)")
+            for error in errors:
+                print(f"  - {error}")
+        else:
+            n_entries = sum(len(v) for v in harness.entries_by_key.values())
+            print(f"ok   {where}: {len(harness.tasks())} lm-eval tasks, {len(harness.entries_by_key)} (method, task) banks, "
+                  f"{n_entries} entries")
     return 1 if failed else 0

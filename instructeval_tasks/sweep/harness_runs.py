@@ -1,8 +1,10 @@
 """Instructions swept over lm-eval's own tasks (``instructeval run --harness-tasks NAME[:NSHOT],...``).
 
 Each harness task (a task, group or tag of the installed lm-eval; ``harness.tasks``) gets one
-variant per selected instruction of the task-agnostic methods (null, generic: the banks that apply to
-every task), named ``<task>__<instruction id>``. The null variant is the stock task. All variants of
+variant per selected instruction of each method: the task-agnostic banks (null, generic) apply to
+every task, the others' entries come from the harness banks written for the task
+(``instruction_banks/harness/<method>/``, ``instructeval_banks.harness_banks``); variants are named
+``<task>__<instruction id>``. The null variant is the stock task. All variants of
 one harness task are evaluated in one harness call on the same items (``samples={name: ids}``) and
 saved as one results file, committed like a sweep chunk; a resumed sweep skips a harness task whose
 variants are all saved with the same fingerprint (task, n-shot, instruction, placement, items, data).
@@ -25,6 +27,8 @@ import datetime as _dt
 import json
 from dataclasses import dataclass
 from typing import Any, Callable
+
+from instructeval_banks.harness_banks import load_harness_banks
 
 from ..errors import UserError
 from ..harness.local_data import local_splits
@@ -86,6 +90,7 @@ def data_identity(task: str, cfg: dict[str, Any], data_dir: str | None) -> dict[
 
 
 def plan_harness(text: str, methods: list[str], bank: Any, *, instructions_per_method: int | None, instruction_seed: int,
+                 bank_roots: list[str] | None = None,
                  test_sample: int | None, test_seed: int, data_dir: str | None, placements: tuple[str, ...] = ("description",),
                  fewshot_as_multiturn: bool | None = None, echo: Callable[[str], None] = lambda line: None) -> tuple[list[HarnessVariant], dict[str, dict[str, Any]], dict[str, dict]]:
     """``(variants, data identity per harness task, stock config per harness task)``.
@@ -101,21 +106,21 @@ def plan_harness(text: str, methods: list[str], bank: Any, *, instructions_per_m
             raise HarnessTaskError(f"--placements: unknown placement {placement!r}{did_you_mean(placement, PLACEMENTS)}; "
                                    f"available: {', '.join(PLACEMENTS)}")
     refs = expand_refs(parse_harness_tasks(text))
-    chosen: list[tuple[str, list]] = []
-    skipped = []
-    for method in methods:
-        entries = task_agnostic_entries(bank, method)
-        if entries is None:
-            skipped.append(method)
-            continue
-        chosen.append((method, sample_bank_entries(entries, instructions_per_method, instruction_seed)
-                       if instructions_per_method else entries))
-    if skipped:
-        echo(f"harness tasks: method(s) {', '.join(skipped)} have no bank for lm-eval's own tasks "
-             "(their instructions are written for InstructEval's prompts); harness tasks get "
-             f"{', '.join(m for m, _ in chosen) or 'none'}")
-    if not chosen:
-        raise UserError("--harness-tasks: none of --methods applies to lm-eval's own tasks; add null and/or generic")
+    agnostic = {m: task_agnostic_entries(bank, m) for m in methods}
+    harness_banks = load_harness_banks(bank_roots)
+
+    def entries_for(method: str, task: str) -> list:
+        entries = agnostic[method] if agnostic[method] is not None else harness_banks.entries(method, task)
+        return sample_bank_entries(entries, instructions_per_method, instruction_seed) if instructions_per_method and entries else entries
+
+    missing = {m: [r.name for r in refs if not entries_for(m, r.name)] for m in methods}
+    missing = {m: names for m, names in missing.items() if names}
+    for method, names in missing.items():
+        shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+        echo(f"harness tasks: no {method} bank for {shown} (instruction_banks/harness/{method}/; "
+             "the null and generic banks apply to every task)")
+    if all(not entries_for(m, r.name) for m in methods for r in refs):
+        raise UserError("--harness-tasks: none of --methods has instructions for these tasks; add null and/or generic")
     variants: list[HarnessVariant] = []
     identities: dict[str, dict[str, Any]] = {}
     configs: dict[str, dict] = {}
@@ -125,8 +130,8 @@ def plan_harness(text: str, methods: list[str], bank: Any, *, instructions_per_m
         identities[ref.name] = data_identity(ref.name, cfg, data_dir)
         shot = ref.num_fewshot if ref.num_fewshot is not None else int(cfg.get("num_fewshot") or 0)
         for placement in placements:
-            for method, entries in chosen:
-                for entry in entries:
+            for method in methods:
+                for entry in entries_for(method, ref.name):
                     suffix = "" if placement == "description" else f"__{placement}"
                     name = f"{ref.name}__{entry.id}{suffix}"
                     record = {

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import logging
+import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -241,6 +242,7 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
                             "run the harness tasks in a separate local run into the same --output")
         harness, identities, harness_configs = plan_harness(
             o.harness_tasks, method_names, bank, instructions_per_method=prof.instructions_per_method,
+            bank_roots=[None] + bank_dir.split(os.pathsep) if bank_dir else None,
             instruction_seed=prof.instruction_seed, test_sample=prof.test_sample, test_seed=prof.test_seed,
             data_dir=data_dir, placements=tuple(o.placements), fewshot_as_multiturn=o.fewshot_as_multiturn, echo=echo)
         run_fp["data"].update({f"harness:{name}": ident for name, ident in identities.items()})
