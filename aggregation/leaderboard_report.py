@@ -67,7 +67,7 @@ def leaderboard_tables(comparison: LeaderboardComparison, decimals: int = 1) -> 
                 frame.iloc[i, j] = value if col.endswith(("spread", "percentile")) else _pct(value)
         tables["leaderboard_scores"] = Table(
             "leaderboard_scores",
-            "Leaderboard comparison: stock score vs InstructEval accuracy across instructions (%; spread in points; percentile of the stock score)",
+            "Leaderboard comparison (two protocols): stock score vs InstructEval accuracy across instructions (%; spread in points; percentile of the stock score)",
             frame, decimals=decimals, row_header=("Model", "Task", "Stock (metric, n-shot)", "Items (same as InstructEval?)", "InstructEval metric"),
             labels=labels, note=DEFINITIONS,
         )
@@ -81,7 +81,7 @@ def leaderboard_tables(comparison: LeaderboardComparison, decimals: int = 1) -> 
                               "median": methods["median"].map(_pct).to_numpy(), "max": methods["max"].map(_pct).to_numpy(),
                               "stock": methods["stock"].map(_pct).to_numpy()}, index=index)
         tables["leaderboard_methods"] = Table(
-            "leaderboard_methods", "Leaderboard comparison per method: InstructEval accuracy across the method's instructions (%)",
+            "leaderboard_methods", "Leaderboard comparison (two protocols) per method: InstructEval accuracy across the method's instructions (%)",
             frame, decimals=decimals, row_header=("Model", "Task", "Setting", "Method", "Instructions"),
             labels={**labels, "n": "Instructions", "min": "Min", "median": "Median", "max": "Max"},
         )
@@ -102,7 +102,7 @@ def leaderboard_tables(comparison: LeaderboardComparison, decimals: int = 1) -> 
         boot = sorted({int(b) for b in rankings["n_boot"] if b})
         ci_note = f" Brackets: {boot[0]}-replicate percentile bootstrap CI over items." if boot else ""
         tables["leaderboard_rankings"] = Table(
-            "leaderboard_rankings", "Leaderboard comparison across models: does the stock ranking survive a change of instruction?",
+            "leaderboard_rankings", "Leaderboard comparison (two protocols) across models: does the stock ranking survive the InstructEval protocol's instructions?",
             frame, decimals=3,
             row_header=("Task", "Setting", "Models x instructions", "Same items", "Pairs flipped", "Instruction changing the ranking most"),
             labels={**labels, "tau_min": "tau-b min", "tau_median": "tau-b median", "flip_share": "Share of pairs flipped",
@@ -157,7 +157,11 @@ def leaderboard_html(comparison: LeaderboardComparison | None, tables: Mapping[s
     """The HTML section (``img`` embeds a figure); empty without stock results."""
     if comparison is None:
         return ""
-    parts = ["<h2>Leaderboard comparison</h2>"]
+    parts = ["<h2>Leaderboard comparison (two protocols)</h2>",
+             "<p class='note'>The stock task (its own prompt, n-shot and metric) beside the InstructEval task (another "
+             "prompt format and scoring rule): the gap measures the two protocols as much as the instructions. For "
+             "the effect of an instruction on the stock protocol itself, run <code>instructeval run --harness-tasks</code> "
+             "(section \"Instructions on the harness's own tasks\").</p>"]
     for note in comparison.notes:
         parts.append(f"<p class='note'>{html.escape(note)}</p>")
     for name in ("leaderboard_scores", "leaderboard_rankings", "leaderboard_methods"):

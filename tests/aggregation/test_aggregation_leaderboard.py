@@ -167,7 +167,7 @@ def test_report_outputs_the_section(three_models, tmp_path):
     assert few["tau_median"] == pytest.approx(1 / 3) and few["flip_share"] == pytest.approx(2 / 3)
     assert (out / "plots" / "leaderboard_hellaswag.png").is_file()
     report = (out / "report.html").read_text()
-    assert "<h2>Leaderboard comparison</h2>" in report and "leaderboard_hellaswag" in report
+    assert "<h2>Leaderboard comparison (two protocols)</h2>" in report and "leaderboard_hellaswag" in report
 
 
 def test_unmatched_one_model_and_different_items(tmp_path):
