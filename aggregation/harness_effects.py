@@ -139,6 +139,7 @@ class HarnessEffects:
     effects: pd.DataFrame
     rankings: pd.DataFrame
     scores: pd.DataFrame
+    pairs: pd.DataFrame = field(default_factory=pd.DataFrame)  # every stock-ordered pair's flip probability
     cards: list[SensitivityCard] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -146,7 +147,8 @@ class HarnessEffects:
         def records(frame: pd.DataFrame) -> list[dict]:
             return json.loads(frame.to_json(orient="records")) if not frame.empty else []
 
-        return {"effects": records(self.effects), "rankings": records(self.rankings), "notes": list(self.notes)}
+        return {"effects": records(self.effects), "rankings": records(self.rankings), "pairs": records(self.pairs),
+                "notes": list(self.notes)}
 
 
 EFFECT_COLUMNS = ["model", "task", "placement", "num_fewshot", "metric", "n_instructions", "n_items", "stock", "min", "median",
@@ -202,8 +204,8 @@ def harness_effects(results: list[HarnessResult], issues: IssueLog, *, n_boot: i
         rows.append(row)
     effects = pd.DataFrame(rows, columns=EFFECT_COLUMNS)
     scores = pd.DataFrame(score_rows)
-    rankings = _rankings(scores, n_boot=n_boot, level=level, seed=seed)
-    return HarnessEffects(effects, rankings, scores, cards)
+    rankings, pairs = _rankings(scores, n_boot=n_boot, level=level, seed=seed)
+    return HarnessEffects(effects, rankings, scores, pairs, cards)
 
 
 def _item_matrix(members: list[HarnessResult], issues: IssueLog, where: str) -> np.ndarray | None:
@@ -227,10 +229,25 @@ def _item_matrix(members: list[HarnessResult], issues: IssueLog, where: str) -> 
     return np.vstack(rows)
 
 
-def _rankings(scores: pd.DataFrame, *, n_boot: int, level: float, seed: str) -> pd.DataFrame:
-    rows = []
+PAIR_COLUMNS = ["task", "placement", "num_fewshot", "higher", "lower", "stock_gap", "n_instructions", "flip_probability",
+                "ci_low", "ci_high"]
+
+
+def _flip_interval(flips: np.ndarray, *, n_boot: int, level: float, rng: np.random.Generator) -> tuple[float, float]:
+    """Percentile interval of the flip share over instructions resampled with replacement."""
+    if n_boot <= 0 or not len(flips):
+        return math.nan, math.nan
+    draws = rng.integers(0, len(flips), size=(n_boot, len(flips)))
+    reps = flips[draws].mean(axis=1)
+    low, high = np.quantile(reps, [(1 - level) / 2, 1 - (1 - level) / 2])
+    return float(low), float(high)
+
+
+def _rankings(scores: pd.DataFrame, *, n_boot: int, level: float, seed: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    rows: list[dict] = []
+    pair_rows: list[dict] = []
     if scores.empty:
-        return pd.DataFrame(columns=RANK_COLUMNS)
+        return pd.DataFrame(columns=RANK_COLUMNS), pd.DataFrame(columns=PAIR_COLUMNS)
     for (task, placement, shot), part in scores.groupby(["task", "placement", "num_fewshot"], sort=True):
         wide = part.pivot_table(index="instruction", columns="model", values="score", aggfunc="first")
         if wide.shape[1] < 2 or "null" not in wide.index:
@@ -259,12 +276,16 @@ def _rankings(scores: pd.DataFrame, *, n_boot: int, level: float, seed: str) -> 
                     continue
                 flips[(a, b)] = np.sign(matrix[:, a] - matrix[:, b]) == -np.sign(ds)
         worst = max(flips, key=lambda p: flips[p].mean()) if flips else None
-        low = high = math.nan
-        if worst is not None and n_boot > 0:
-            rng = rng_for(seed, "harness-flip", task, placement, shot)
-            draws = rng.integers(0, len(matrix), size=(n_boot, len(matrix)))
-            reps = flips[worst][draws].mean(axis=1)
-            low, high = (float(x) for x in np.quantile(reps, [(1 - level) / 2, 1 - (1 - level) / 2]))
+        intervals = {}
+        for pair in sorted(flips):
+            intervals[pair] = _flip_interval(flips[pair].astype(float), n_boot=n_boot, level=level,
+                                             rng=rng_for(seed, "harness-flip", task, placement, shot, models[pair[0]], models[pair[1]]))
+            hi_model, lo_model = (pair[0], pair[1]) if stock[pair[0]] > stock[pair[1]] else (pair[1], pair[0])
+            pair_rows.append({"task": task, "placement": placement, "num_fewshot": shot, "higher": models[hi_model],
+                              "lower": models[lo_model], "stock_gap": abs(float(stock[pair[0]] - stock[pair[1]])),
+                              "n_instructions": len(matrix), "flip_probability": float(flips[pair].mean()),
+                              "ci_low": intervals[pair][0], "ci_high": intervals[pair][1]})
+        low, high = intervals[worst] if worst is not None else (math.nan, math.nan)
         rows.append({
             "task": task, "placement": placement, "num_fewshot": shot, "metric": "",
             "n_models": len(models), "n_instructions": len(instr) + 1,
@@ -275,4 +296,4 @@ def _rankings(scores: pd.DataFrame, *, n_boot: int, level: float, seed: str) -> 
             "flip_probability_max_low": low, "flip_probability_max_high": high,
             "most_flipped_pair": f"{models[worst[0]]} vs {models[worst[1]]}" if worst is not None else "",
         })
-    return pd.DataFrame(rows, columns=RANK_COLUMNS)
+    return pd.DataFrame(rows, columns=RANK_COLUMNS), pd.DataFrame(pair_rows, columns=PAIR_COLUMNS)

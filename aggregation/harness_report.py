@@ -67,13 +67,39 @@ def _markdown(frame: pd.DataFrame) -> str:
 
 
 def write_harness_files(effects: HarnessEffects, data_dir: Path, tables_dir: Path) -> list[str]:
-    for frame, name in ((effects.effects, "harness_effects"), (effects.rankings, "harness_rankings"), (effects.scores, "harness_scores")):
+    for frame, name in ((effects.effects, "harness_effects"), (effects.rankings, "harness_rankings"),
+                        (effects.scores, "harness_scores"), (effects.pairs, "harness_pair_flips")):
         text = safe_frame(frame).to_csv(index=False, float_format="%.6f", lineterminator="\n")
         (data_dir / f"{name}.csv").write_text(text, encoding="utf-8", newline="\n")
     md = tables_dir / "harness_effects.md"
     md.write_text("## Instructions on the harness's own tasks\n\n" + _markdown(effects_table(effects))
-                  + "\n## Rank stability across models\n\n" + _markdown(effects.rankings), encoding="utf-8", newline="\n")
-    return [str(md)]
+                  + "\n## Rank stability across models\n\n" + _markdown(effects.rankings)
+                  + "\n## Pair flips\n\n" + _markdown(effects.pairs), encoding="utf-8", newline="\n")
+    tex = tables_dir / "harness_effects.tex"
+    tex.write_text(_latex(effects_table(effects), "Instructions on the harness's own tasks (scores in \\%; SDs in points)"),
+                   encoding="utf-8", newline="\n")
+    return [str(md), str(tex)]
+
+
+def _latex_escape(text: object) -> str:
+    out = str(text)
+    for char, repl in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("$", r"\$"), ("#", r"\#"),
+                       ("_", r"\_"), ("{", r"\{"), ("}", r"\}"), ("~", r"\textasciitilde{}"), ("^", r"\textasciicircum{}")):
+        out = out.replace(char, repl)
+    return out
+
+
+def _latex(frame: pd.DataFrame, caption: str) -> str:
+    """A booktabs table (needs \\usepackage{booktabs})."""
+    if frame.empty:
+        return "% (no rows)\n"
+    cols = list(frame.columns)
+    lines = [r"\begin{table}[t]", r"\centering", r"\small", r"\begin{tabular}{" + "l" * 3 + "r" * (len(cols) - 3) + "}",
+             r"\toprule", " & ".join(_latex_escape(c) for c in cols) + r" \\", r"\midrule"]
+    for row in frame.itertuples(index=False):
+        lines.append(" & ".join(_latex_escape(v) for v in row) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}", r"\caption{" + _latex_escape(caption) + "}", r"\end{table}"]
+    return "\n".join(lines) + "\n"
 
 
 def harness_plots(effects: HarnessEffects, folder: Path) -> list[Path]:

@@ -86,6 +86,9 @@ def test_rank_stability_across_models(tmp_path):
     assert rank["tau_min"] == pytest.approx(-1.0) and rank["tau_median"] == pytest.approx(0.0)
     assert rank["rank_ranges"] == "m1: 1-2; m2: 1-2"
     assert 0.0 <= rank["flip_probability_max_low"] <= 0.5 <= rank["flip_probability_max_high"] <= 1.0
+    (pair,) = effects.pairs.to_dict("records")
+    assert (pair["higher"], pair["lower"], pair["flip_probability"]) == ("m1", "m2", pytest.approx(0.5))
+    assert pair["stock_gap"] == pytest.approx(0.25) and pair["n_instructions"] == 2
 
 
 def test_cli_reports_harness_only_inputs(tmp_path):
@@ -98,6 +101,8 @@ def test_cli_reports_harness_only_inputs(tmp_path):
     assert "m1 boolq [description] zero-shot: " in done.stdout
     page = (out / "report.html").read_text()
     assert "Instructions on the harness&#x27;s own tasks" in page or "Instructions on the harness's own tasks" in page
+    assert (out / "tables" / "harness_effects.tex").read_text().startswith("\\begin{table}")
+    assert (out / "data" / "harness_pair_flips.csv").read_text().splitlines()[1].startswith("boolq,description,0,m2,m1,")
     effects = (out / "data" / "harness_effects.csv").read_text().splitlines()
     assert len(effects) == 3 and effects[0].startswith("model,task,placement,num_fewshot,metric")
     doc = json.loads((out / "sensitivity" / "instructeval_sensitivity_m1.json").read_text())
