@@ -121,6 +121,11 @@ def harness_plots(effects: HarnessEffects, folder: Path) -> list[Path]:
             stock = rows[rows["method"] == "null"]["score"].to_numpy(dtype=float) * 100
             if len(stock):
                 ax.hlines(stock[0], i - 0.3, i + 0.3, color="#cc3311", linewidth=2.2, label="stock (null)" if i == 0 else None)
+        values = part["score"].to_numpy(dtype=float) * 100
+        # at least 10 points of axis, inside 0-100: equal scores are a line, not a magnified speck
+        low, high = float(values.min()), float(values.max())
+        pad = max(5.0, (high - low) * 0.15)
+        ax.set_ylim(max(0.0, low - pad), min(100.0, high + pad))
         ax.set_xticks(range(len(models)), models, rotation=20, ha="right")
         ax.set_ylabel("score (%)")
         ax.set_title(f"{task} ({shot}-shot, {placement}): instruction scores vs the stock score", fontsize=9)
@@ -138,7 +143,7 @@ def harness_html(effects: HarnessEffects, figures: dict[str, Path], img: Callabl
              "mid-rank percentile among the instructions'; instruction SD: the SD of the instructions' true scores "
              "beyond item noise (points, two-way random effects, bootstrap interval over instructions and items); "
              "p: a within-item permutation test of 'no instruction matters'.</p>",
-             frame_html(effects_table(effects))]
+             "<div class='wide'>" + frame_html(effects_table(effects)) + "</div>"]
     if not effects.rankings.empty:
         parts.append("<h3>Rank stability across models</h3>")
         parts.append("<p class='note'>Flip probability: the share of instructions under which a stock-ordered pair of "

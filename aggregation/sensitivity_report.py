@@ -7,7 +7,7 @@ Files (in the report folder):
 - ``sensitivity/instructeval_sensitivity_<model>.json``: one results-shaped file per model
   (``results`` + the ``instructeval_sensitivity`` block keyed by harness task), for leaderboards
   that store lm-eval results;
-- ``data/sensitivity_cards.csv``: the cards in long form (model, task, setting, measure, value,
+- ``data/sensitivity_cards.csv``: the cards in long form (model, task, placement, setting, measure, value,
   ci_low, ci_high, unit).
 
 ``instructeval aggregate --write-back`` also writes each model's results-shaped file into the folder
@@ -70,11 +70,12 @@ def long_frame(cards: Sequence[SensitivityCard]) -> pd.DataFrame:
             if m is None:
                 continue
             d = m.as_dict()
-            rows.append({"model": card.model, "task": card.task, "setting": card.setting, "measure": name,
+            rows.append({"model": card.model, "task": card.task, "placement": card.placement or "", "setting": card.setting,
+                         "measure": name,
                          "value": d["value"], "ci_low": d["ci_low"], "ci_high": d["ci_high"],
                          "unit": MEASURES[name].unit, "n_instructions": len(card.instructions), "n_items": card.n_items,
                          "why": d.get("why", "")})
-    return pd.DataFrame(rows, columns=["model", "task", "setting", "measure", "value", "ci_low", "ci_high", "unit",
+    return pd.DataFrame(rows, columns=["model", "task", "placement", "setting", "measure", "value", "ci_low", "ci_high", "unit",
                                        "n_instructions", "n_items", "why"])
 
 
@@ -160,12 +161,16 @@ def cards_html(cards: Sequence[SensitivityCard], frame_html: Callable[..., str])
         if not part:
             continue
         names = [n for n in shown if n in SETTING_MEASURES[setting]]
-        head = "".join(f"<th>{html.escape(h)}</th>" for h in ("model", "task", "instructions", "items"))
+        placed = any(c.placement for c in part)
+        head = "".join(f"<th>{html.escape(h)}</th>" for h in ("model", "task", *(("placement",) if placed else ()),
+                                                               "instructions", "items"))
         head += "".join(f"<th title='{html.escape(MEASURES[n].formula)}'>{html.escape(MEASURES[n].title)}</th>" for n in names)
         rows = []
         for card in part:
-            cells = [f"<td class='l'>{html.escape(card.model)}</td>", f"<td class='l'>{html.escape(card.task)}</td>",
-                     f"<td>{len(card.instructions)}</td>", f"<td>{card.n_items if card.n_items is not None else ''}</td>"]
+            cells = [f"<td class='l'>{html.escape(card.model)}</td>", f"<td class='l'>{html.escape(card.task)}</td>"]
+            if placed:
+                cells.append(f"<td class='l'>{html.escape(card.placement or 'InstructEval')}</td>")
+            cells += [f"<td>{len(card.instructions)}</td>", f"<td>{card.n_items if card.n_items is not None else ''}</td>"]
             cells += [_cell_html(name, card.measures.get(name)) for name in names]
             rows.append("<tr>" + "".join(cells) + "</tr>")
         parts.append(f"<h3>{html.escape(setting.replace('_', '-'))}</h3>")
