@@ -333,7 +333,8 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
                 pending = resume_state()
                 store.write_plan(plan_record)
             report = SweepReport(store.root, planned=len(mine), skipped=len(mine) - len(pending), plan=plan_record)
-            echo(f"{what} variants planned, {report.skipped} already done, {len(pending)} to run -> {store.root}")
+            if plan or not harness:  # a run of harness tasks only has no InstructEval variant to count
+                echo(f"{what} variants planned, {report.skipped} already done, {len(pending)} to run -> {store.root}")
             announce_stock()
             if not pending and not stock_pending and not harness_pending:
                 report.seconds = time.monotonic() - start

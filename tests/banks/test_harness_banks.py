@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
-import pytest
 
 from instructeval_banks.harness_banks import (
     HARNESS_DIR,
