@@ -226,10 +226,14 @@ def build_task(config: dict[str, Any], *, data_dir: str | None, user_instruction
             try:
                 super().download(dataset_kwargs, **kwargs)
             except Exception as err:  # offline, a gated dataset, a typo in the YAML: say what to do
+                from .local_data import find_entry
+
+                entry = find_entry(self.config.dataset_path, self.config.dataset_name)
+                where = (f"give --data-dir DIR holding {', '.join(sorted(set(entry.files(self.config.dataset_name).values())))}"
+                         if entry else "no local copy is listed for it in instructeval_tasks/harness/local_data.yaml")
                 raise LocalDataError(
                     f"{self.config.task}: cannot load its dataset {self.config.dataset_path!r} "
-                    f"({type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}); "
-                    "offline, give --data-dir with a local copy (see instructeval_tasks/harness/local_data.yaml)"
+                    f"({type(err).__name__}: {str(err).splitlines()[0][:160] if str(err) else ''}); offline, {where}"
                 ) from None
 
     return InstructedHarnessTask(config=config)

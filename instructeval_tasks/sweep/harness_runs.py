@@ -92,7 +92,8 @@ def data_identity(task: str, cfg: dict[str, Any], data_dir: str | None) -> dict[
 def plan_harness(text: str, methods: list[str], bank: Any, *, instructions_per_method: int | None, instruction_seed: int,
                  bank_roots: list[str] | None = None,
                  test_sample: int | None, test_seed: int, data_dir: str | None, placements: tuple[str, ...] = ("description",),
-                 fewshot_as_multiturn: bool | None = None, echo: Callable[[str], None] = lambda line: None) -> tuple[list[HarnessVariant], dict[str, dict[str, Any]], dict[str, dict]]:
+                 fewshot_as_multiturn: bool | None = None, dry_run: bool = False,
+                 echo: Callable[[str], None] = lambda line: None) -> tuple[list[HarnessVariant], dict[str, dict[str, Any]], dict[str, dict]]:
     """``(variants, data identity per harness task, stock config per harness task)``.
 
     Every check that can fail on the user's input runs here, before the model loads: unknown tasks
@@ -128,6 +129,9 @@ def plan_harness(text: str, methods: list[str], bank: Any, *, instructions_per_m
         cfg = stock_task_config(ref.name)
         configs[ref.name] = cfg
         identities[ref.name] = data_identity(ref.name, cfg, data_dir)
+        if not data_dir and not dry_run:  # the hub's dataset: load it now, so that offline fails before the model loads
+            build_task(instructed_config(cfg, name=f"{ref.name}__check", instruction="", num_fewshot=None, metadata={}),
+                       data_dir=None)
         shot = ref.num_fewshot if ref.num_fewshot is not None else int(cfg.get("num_fewshot") or 0)
         for placement in placements:
             for method in methods:

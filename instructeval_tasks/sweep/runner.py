@@ -244,7 +244,8 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
             o.harness_tasks, method_names, bank, instructions_per_method=prof.instructions_per_method,
             bank_roots=[None] + bank_dir.split(os.pathsep) if bank_dir else None,
             instruction_seed=prof.instruction_seed, test_sample=prof.test_sample, test_seed=prof.test_seed,
-            data_dir=data_dir, placements=tuple(o.placements), fewshot_as_multiturn=o.fewshot_as_multiturn, echo=echo)
+            data_dir=data_dir, placements=tuple(o.placements), fewshot_as_multiturn=o.fewshot_as_multiturn, dry_run=dry_run,
+            echo=echo)
         run_fp["data"].update({f"harness:{name}": ident for name, ident in identities.items()})
         for variant in harness:
             variant.metadata.update({**model_meta, "model_label": label,

@@ -191,10 +191,13 @@ def test_rerun_skips_and_another_nshot_is_refused(harness_sweep, tiny_model_dir,
 def test_cli_errors_are_one_line(tmp_path, tiny_model_dir, harness_data):
     base = [sys.executable, "-m", "instructeval_tasks.cli", "run", "--model", "hf", "--model_args",
             f"pretrained={tiny_model_dir}", "--output", str(tmp_path / "o"), "--data-dir", str(harness_data)]
-    for extra, message in ((["--harness-tasks", "helaswag"], "did you mean 'hellaswag'"),
-                           (["--harness-tasks", "anli_r1"], "needs split 'test_r1'"),
-                           ([], "give --tasks")):
-        done = subprocess.run(base + extra, capture_output=True, text=True, timeout=300)
+    env = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
+    no_data = [a for a in base if a not in ("--data-dir", str(harness_data))]
+    for args, message in ((base + ["--harness-tasks", "helaswag"], "did you mean 'hellaswag'"),
+                          (base + ["--harness-tasks", "anli_r1"], "needs split 'test_r1'"),
+                          (base, "give --tasks"),
+                          (no_data + ["--harness-tasks", "gsm8k:5"], "offline, give --data-dir DIR holding gsm8k/eval.jsonl, gsm8k/train.jsonl")):
+        done = subprocess.run(args, capture_output=True, text=True, timeout=300, env=env)
         assert done.returncode == 2, done.stderr[-2000:]
         lines = done.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("instructeval: error: ") and message in lines[0], done.stderr
