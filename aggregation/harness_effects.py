@@ -243,6 +243,18 @@ def _flip_interval(flips: np.ndarray, *, n_boot: int, level: float, rng: np.rand
     return float(low), float(high)
 
 
+def _ranking_text(models: list[str], values: list[float], tol: float = 1e-9) -> str:
+    """``a > b = c``: models in score order, ties joined by ``=``.
+
+        >>> _ranking_text(["a", "b", "c"], [0.7, 0.5, 0.5])
+        'a > b = c'
+    """
+    text = models[0] if models else ""
+    for prev, cur, model in zip(values, values[1:], models[1:]):
+        text += (" = " if abs(prev - cur) <= tol else " > ") + model
+    return text
+
+
 def _rankings(scores: pd.DataFrame, *, n_boot: int, level: float, seed: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     rows: list[dict] = []
     pair_rows: list[dict] = []
@@ -289,7 +301,7 @@ def _rankings(scores: pd.DataFrame, *, n_boot: int, level: float, seed: str) -> 
         rows.append({
             "task": task, "placement": placement, "num_fewshot": shot, "metric": "",
             "n_models": len(models), "n_instructions": len(instr) + 1,
-            "stock_ranking": " > ".join(models[i] for i in order),
+            "stock_ranking": _ranking_text([models[i] for i in order], [stock[i] for i in order]),
             "rank_ranges": "; ".join(f"{m}: {min(ranks[m])}-{max(ranks[m])}" for m in (models[i] for i in order)),
             "tau_median": float(np.median(taus)) if taus else math.nan, "tau_min": min(taus) if taus else math.nan,
             "flip_probability_max": float(flips[worst].mean()) if worst is not None else math.nan,

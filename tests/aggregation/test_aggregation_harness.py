@@ -111,3 +111,12 @@ def test_cli_reports_harness_only_inputs(tmp_path):
     summary = json.loads((out / "summary.json").read_text())
     assert [r["model"] for r in summary["harness"]["effects"]] == ["m1", "m2"]
     assert not math.isnan(summary["harness"]["effects"][0]["instruction_sd"])
+
+
+def test_tied_stock_scores_are_shown_as_ties(tmp_path):
+    _write(tmp_path, "m1", "bbh_fewshot_navigate", {"null": [0, 0, 0, 0], "generic-0": [0, 0, 0, 0]}, shot=3, metric="exact_match")
+    _write(tmp_path, "m2", "bbh_fewshot_navigate", {"null": [0, 0, 0, 0], "generic-0": [0, 0, 0, 0]}, shot=3, metric="exact_match")
+    issues = IssueLog()
+    effects = harness_effects(load_harness_results([str(tmp_path)], issues), issues, n_boot=50, level=0.95, seed="x", n_perm=19)
+    rank = effects.rankings.iloc[0].to_dict()
+    assert rank["stock_ranking"] == "m1 = m2" and effects.pairs.empty  # no stock-ordered pair to flip
