@@ -124,6 +124,17 @@ def run_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _report(where: str, errors: list[str], summary: str) -> int:
+    """Print ``FAIL`` and every problem, or ``ok`` and the summary; 1 for a failure, else 0."""
+    if errors:
+        print(f"FAIL {where}: {len(errors)} problem(s)")
+        for error in errors:
+            print(f"  - {error}")
+        return 1
+    print(f"ok   {where}: {summary}")
+    return 0
+
+
 def run_validate(args: argparse.Namespace) -> int:
     from instructeval_banks import BANKS_DIR, check_bank_dir
 
@@ -137,32 +148,20 @@ def run_validate(args: argparse.Namespace) -> int:
     failed = 0
     for directory in dirs:
         bank, errors = check_bank_dir(directory)
-        if errors:
-            failed += 1
-            print(f"FAIL {directory}: {len(errors)} problem(s)")
-            for error in errors:
-                print(f"  - {error}")
-        else:
+        summary = ""
+        if not errors:
             assert bank is not None
             n_entries = sum(len(v) for v in bank.entries_by_key.values())
-            print(
-                f"ok   {directory}: {len(bank.methods())} methods, {len(bank.tasks())} tasks, "
-                f"{len(bank.entries_by_key)} (method, task, model) banks, {n_entries} entries"
-            )
+            summary = (f"{len(bank.methods())} methods, {len(bank.tasks())} tasks, "
+                       f"{len(bank.entries_by_key)} (method, task, model) banks, {n_entries} entries")
+        failed += _report(directory, errors, summary)
     from instructeval_banks.harness_banks import HARNESS_SUBDIR, check_harness_banks
 
     for directory in dirs:  # banks for lm-eval's own tasks: <dir>/harness/<method>/<name>.yaml
         if not os.path.isdir(os.path.join(directory, HARNESS_SUBDIR)):
             continue
         harness, errors = check_harness_banks([directory])
-        where = os.path.join(directory, HARNESS_SUBDIR)
-        if errors:
-            failed += 1
-            print(f"FAIL {where}: {len(errors)} problem(s)")
-            for error in errors:
-                print(f"  - {error}")
-        else:
-            n_entries = sum(len(v) for v in harness.entries_by_key.values())
-            print(f"ok   {where}: {len(harness.tasks())} lm-eval tasks, {len(harness.entries_by_key)} (method, task) banks, "
-                  f"{n_entries} entries")
+        n_entries = sum(len(v) for v in harness.entries_by_key.values())
+        summary = f"{len(harness.tasks())} lm-eval tasks, {len(harness.entries_by_key)} (method, task) banks, {n_entries} entries"
+        failed += _report(os.path.join(directory, HARNESS_SUBDIR), errors, summary)
     return 1 if failed else 0
