@@ -162,6 +162,13 @@ def _raw(text: str) -> str:
     return "{% raw %}" + text + "{% endraw %}"
 
 
+def check_placement(placement: str) -> None:
+    """Refuse a placement that is not one of :data:`PLACEMENTS` (with a did-you-mean)."""
+    if placement not in PLACEMENTS:
+        raise HarnessTaskError(f"--placements: unknown placement {placement!r}{did_you_mean(placement, PLACEMENTS)}; "
+                               f"available: {', '.join(PLACEMENTS)}")
+
+
 def instructed_config(stock: Mapping[str, Any], *, name: str, instruction: str, num_fewshot: int | None,
                       metadata: Mapping[str, Any], placement: str = "description") -> dict[str, Any]:
     """The stock config with the instruction placed (see the module docstring); ``""`` keeps it as it is.
@@ -172,9 +179,7 @@ def instructed_config(stock: Mapping[str, Any], *, name: str, instruction: str, 
         >>> cfg["description"]
         'Solve it:\\n\\nAnswer.\\n\\n'
     """
-    if placement not in PLACEMENTS:
-        raise HarnessTaskError(f"--placements: unknown placement {placement!r}{did_you_mean(placement, PLACEMENTS)}; "
-                               f"available: {', '.join(PLACEMENTS)}")
+    check_placement(placement)
     cfg = copy.deepcopy(dict(stock))
     cfg["task"] = name
     cfg.pop("task_alias", None)
@@ -192,8 +197,11 @@ def instructed_config(stock: Mapping[str, Any], *, name: str, instruction: str, 
     return cfg
 
 
-def build_task(config: dict[str, Any], *, data_dir: str | None, user_instruction: str = ""):
+def build_task(config: dict[str, Any], *, data_dir: str | None, user_instruction: str = "", dataset: Any = None):
     """A ``ConfigurableTask`` of ``config`` reading its rows from ``data_dir`` (``local_data.yaml``) or the HF hub.
+
+    ``dataset``: the raw splits another variant of the same task already loaded (``task.dataset``),
+    used instead of reading them again.
 
     ``user_instruction`` (the chat-user placement): put at the head of the first user turn, followed
     by the task's few-shot delimiter, when the prompt is built with a chat template.
@@ -202,8 +210,6 @@ def build_task(config: dict[str, Any], *, data_dir: str | None, user_instruction
     from lm_eval.api.task import ConfigurableTask
 
     class InstructedHarnessTask(ConfigurableTask):
-        local_record: dict[str, Any] | None = None
-
         def fewshot_context(self, doc, num_fewshot, *args: Any, **kwargs: Any):
             template = kwargs.get("chat_template")
             if user_instruction and kwargs.get("apply_chat_template") and template is not None:
@@ -219,8 +225,11 @@ def build_task(config: dict[str, Any], *, data_dir: str | None, user_instruction
             return super().fewshot_context(doc, num_fewshot, *args, **kwargs)
 
         def download(self, dataset_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
+            if dataset is not None:
+                self.dataset = dataset
+                return
             if data_dir:
-                rows, self.local_record = local_splits(self.config.task, self.config, data_dir)
+                rows, _ = local_splits(self.config.task, self.config, data_dir)
                 self.dataset = datasets.DatasetDict({split: datasets.Dataset.from_list(r) for split, r in rows.items()})
                 return
             try:

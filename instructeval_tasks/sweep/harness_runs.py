@@ -35,6 +35,7 @@ from ..harness.local_data import local_splits
 from ..harness.tasks import (
     FEWSHOT_SEED,
     build_task,
+    check_placement,
     expand_refs,
     instructed_config,
     parse_harness_tasks,
@@ -99,13 +100,8 @@ def plan_harness(text: str, methods: list[str], bank: Any, *, instructions_per_m
     Every check that can fail on the user's input runs here, before the model loads: unknown tasks
     (did-you-mean), data not found offline, no instruction to run.
     """
-    from ..harness.tasks import PLACEMENTS, HarnessTaskError
-    from ..errors import did_you_mean
-
     for placement in placements:
-        if placement not in PLACEMENTS:
-            raise HarnessTaskError(f"--placements: unknown placement {placement!r}{did_you_mean(placement, PLACEMENTS)}; "
-                                   f"available: {', '.join(PLACEMENTS)}")
+        check_placement(placement)
     refs = expand_refs(parse_harness_tasks(text))
     agnostic = {m: task_agnostic_entries(bank, m) for m in methods}
     harness_banks = load_harness_banks(bank_roots)
@@ -212,7 +208,8 @@ def evaluate_harness_task(lm: Any, variants: list[HarnessVariant], stock_cfg: di
         meta = {**extra_metadata, **variant.metadata}
         cfg = instructed_config(stock_cfg, name=variant.name, instruction=variant.entry.text,
                                 num_fewshot=variant.num_fewshot, metadata=meta, placement=variant.placement)
-        task = build_task(cfg, data_dir=data_dir, user_instruction=variant.entry.text if placement == "chat-user" else "")
+        task = build_task(cfg, data_dir=data_dir, user_instruction=variant.entry.text if placement == "chat-user" else "",
+                          dataset=tasks[0].dataset if tasks else None)  # the task's rows, read once
         if not tasks:
             ids = scored_ids(task, variant.metadata["harness"]["test_sample"], variant.metadata["harness"]["test_seed"])
         record = {**variant.metadata["harness"], "test_ids": ids, "eval_size": len(task.eval_docs),
