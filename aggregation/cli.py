@@ -128,12 +128,13 @@ def run(args: argparse.Namespace) -> int:
         from .harness_effects import load_harness_results
         from .harness_report import add_harness
 
-        has_harness = bool(load_harness_results(args.paths, IssueLog(), samples=False))
-        result = aggregate(runset, options, allow_empty=has_harness)
+        harness_log = IssueLog()  # the results files are read once for both (--harness-tasks variants)
+        harness_results = load_harness_results(args.paths, harness_log, samples=not args.no_samples)
+        result = aggregate(runset, options, allow_empty=bool(harness_results))
         if result.variants is not None and not result.variants.empty:
             add_leaderboard(result, runset, args.paths, leaderboard_map=getattr(args, "leaderboard_map", None), aliases=aliases)
-        if has_harness:
-            add_harness(result, args.paths)
+        if harness_results:
+            add_harness(result, harness_results, harness_log)
     except AggregationError as err:
         if not err.issues:
             raise

@@ -16,14 +16,13 @@ from typing import Any, Callable
 import pandas as pd
 
 from .csv_cells import safe_frame
-from .harness_effects import HarnessEffects, harness_effects, load_harness_results
+from .harness_effects import HarnessEffects, harness_effects
 from .issues import IssueLog
 
 
-def add_harness(aggregates, paths, issues: IssueLog | None = None) -> None:
-    """Compute the section from ``paths`` and attach it (and its sensitivity cards) to ``aggregates``."""
-    log = IssueLog()
-    results = load_harness_results(paths, log, samples=aggregates.options.use_samples)
+def add_harness(aggregates, results: list, log: IssueLog) -> None:
+    """Compute the section from ``results`` (``load_harness_results``; its problems in ``log``) and attach
+    it (and its sensitivity cards) to ``aggregates``."""
     opts = aggregates.options
     effects = harness_effects(results, log, n_boot=opts.n_boot, level=opts.ci_level, seed=opts.seed)
     aggregates.harness = effects
