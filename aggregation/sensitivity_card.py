@@ -48,15 +48,8 @@ import numpy as np
 from .bootstrap import rng_for
 from .sensitivity_measures import (
     QUANTILES,
-    avgp,
-    cps,
-    instruction_effect_sd,
-    item_noise_sd,
-    maxp,
-    posix_gold,
-    prompt_sensi_score,
-    quantiles,
-    spread,
+    mean_abs_pair_difference,
+    mean_square_components,
 )
 
 CARD_SETTINGS = ("zero_shot", "few_shot", "perturbed")
@@ -188,16 +181,11 @@ def _num(value: float | None) -> str:
 
 def _point_measures(acc: np.ndarray) -> dict[str, float]:
     """Measures of per-instruction accuracies (fractions in; points out)."""
-    out = {"avgp": avgp(acc), "maxp": maxp(acc), "minp": float(np.min(acc)), "spread": spread(acc), "cps": cps(acc)}
-    out.update(quantiles(acc))
-    return {k: 100.0 * v for k, v in out.items()}
+    return {k: float(v[0]) for k, v in _batch_point(np.asarray(acc, dtype=np.float64)[None]).items()}
 
 
 def _item_measures(Y: np.ndarray, LL: np.ndarray | None) -> dict[str, float]:
-    out = {"pss": prompt_sensi_score(Y), "instruction_sd": 100.0 * instruction_effect_sd(Y), "item_noise_sd": 100.0 * item_noise_sd(Y)}
-    if LL is not None:
-        out["posix"] = posix_gold(LL)
-    return out
+    return {k: float(v[0]) for k, v in _batch_item(Y[None], LL[None] if LL is not None else None).items()}
 
 
 def _stdev(values: np.ndarray, ddof: int) -> float:
@@ -290,29 +278,13 @@ def _batch_point(acc: np.ndarray) -> dict[str, np.ndarray]:
     return {k: 100.0 * v for k, v in out.items()}
 
 
-def _batch_pair_mean(values: np.ndarray) -> np.ndarray:
-    """Per replicate, the item mean of the mean absolute difference over instruction pairs (as
-    ``sensitivity_measures._mean_abs_pair_difference``), for ``replicates x instructions x items``."""
-    n = values.shape[1]
-    weights = 2.0 * np.arange(n) - n + 1.0
-    per_item = np.einsum("i,bij->bj", weights, np.sort(values, axis=1)) / (n * (n - 1) / 2.0)
-    return per_item.mean(axis=1)
-
-
 def _batch_item(Yb: np.ndarray, LLb: np.ndarray | None) -> dict[str, np.ndarray]:
     """:func:`_item_measures` of each replicate of ``Yb`` (replicates x instructions x items)."""
-    n_inst, n_items = Yb.shape[1], Yb.shape[2]
-    grand = Yb.mean(axis=(1, 2), keepdims=True)
-    row = Yb.mean(axis=2, keepdims=True)
-    col = Yb.mean(axis=1, keepdims=True)
-    ms_inst = n_items * ((row - grand) ** 2).sum(axis=(1, 2)) / (n_inst - 1)
-    ms_resid = ((Yb - row - col + grand) ** 2).sum(axis=(1, 2)) / ((n_inst - 1) * (n_items - 1))
-    between = (ms_inst - ms_resid) / n_items
-    between = np.where(between > 1e-12, between, 0.0)
-    out = {"pss": _batch_pair_mean(Yb), "instruction_sd": 100.0 * np.sqrt(between),
-           "item_noise_sd": 100.0 * np.sqrt(ms_resid / n_items)}
+    between, resid = mean_square_components(Yb)
+    out = {"pss": mean_abs_pair_difference(Yb).mean(axis=-1), "instruction_sd": 100.0 * np.sqrt(between),
+           "item_noise_sd": 100.0 * np.sqrt(resid / Yb.shape[-1])}
     if LLb is not None:
-        out["posix"] = _batch_pair_mean(LLb)
+        out["posix"] = mean_abs_pair_difference(LLb).mean(axis=-1)
     return out
 
 

@@ -93,16 +93,17 @@ def quantiles(acc: np.ndarray, qs: tuple[float, ...] = QUANTILES) -> dict[str, f
     return {f"q{round(q * 100):02d}": float(v) for q, v in zip(qs, values)}
 
 
-def _mean_abs_pair_difference(matrix: np.ndarray) -> np.ndarray:
-    """Per column, the mean of ``|x_i - x_k|`` over the ``n (n - 1) / 2`` unordered row pairs.
+def mean_abs_pair_difference(matrix: np.ndarray) -> np.ndarray:
+    """Per column, the mean of ``|x_i - x_k|`` over the ``n (n - 1) / 2`` unordered row pairs (of the
+    last two axes: ``... x rows x columns``, so a stack of matrices is done at once).
 
     ``sum_{i<k} |x_i - x_k| = sum_r (2r - n + 1) x_(r)`` over the column's sorted values ``x_(r)``
     (r = 0..n-1), which is O(n log n) instead of O(n^2).
     """
-    n = matrix.shape[0]
-    ordered = np.sort(matrix, axis=0)
+    n = matrix.shape[-2]
+    ordered = np.sort(matrix, axis=-2)
     weights = 2.0 * np.arange(n) - n + 1.0
-    return (weights @ ordered) / (n * (n - 1) / 2.0)
+    return np.einsum("i,...ij->...j", weights, ordered) / (n * (n - 1) / 2.0)
 
 
 def prompt_sensi_score(Y: np.ndarray) -> float:
@@ -119,7 +120,7 @@ def prompt_sensi_score(Y: np.ndarray) -> float:
         0.4444
     """
     Y = np.asarray(Y, dtype=np.float64)
-    return float(np.mean(_mean_abs_pair_difference(Y)))
+    return float(np.mean(mean_abs_pair_difference(Y)))
 
 
 def posix_gold(LL: np.ndarray) -> float:
@@ -139,7 +140,7 @@ def posix_gold(LL: np.ndarray) -> float:
         0.8333
     """
     LL = np.asarray(LL, dtype=np.float64)
-    return float(np.mean(_mean_abs_pair_difference(LL)))
+    return float(np.mean(mean_abs_pair_difference(LL)))
 
 
 def variance_components(Y: np.ndarray) -> tuple[float, float]:
@@ -160,16 +161,21 @@ def variance_components(Y: np.ndarray) -> tuple[float, float]:
         >>> [round(v, 4) for v in variance_components(Y)]
         [0.0278, 0.1389]
     """
-    Y = np.asarray(Y, dtype=np.float64)
-    n_inst, n_items = Y.shape
-    grand = Y.mean()
-    row = Y.mean(axis=1, keepdims=True)
-    col = Y.mean(axis=0, keepdims=True)
-    ms_inst = n_items * float(np.sum((row - grand) ** 2)) / (n_inst - 1)
-    ms_resid = float(np.sum((Y - row - col + grand) ** 2)) / ((n_inst - 1) * (n_items - 1))
+    between, resid = mean_square_components(np.asarray(Y, dtype=np.float64))
+    return float(between), float(resid)
+
+
+def mean_square_components(Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`variance_components` of each ``instructions x items`` matrix of a stack ``... x I x J``."""
+    n_inst, n_items = Y.shape[-2], Y.shape[-1]
+    grand = Y.mean(axis=(-2, -1), keepdims=True)
+    row = Y.mean(axis=-1, keepdims=True)
+    col = Y.mean(axis=-2, keepdims=True)
+    ms_inst = n_items * ((row - grand) ** 2).sum(axis=(-2, -1)) / (n_inst - 1)
+    ms_resid = ((Y - row - col + grand) ** 2).sum(axis=(-2, -1)) / ((n_inst - 1) * (n_items - 1))
     between = (ms_inst - ms_resid) / n_items
     # Rounding leaves ~1e-17 where the two mean squares are equal: that is no instruction effect.
-    return (between if between > 1e-12 else 0.0), ms_resid
+    return np.where(between > 1e-12, between, 0.0), ms_resid
 
 
 def instruction_effect_sd(Y: np.ndarray) -> float:

@@ -267,7 +267,8 @@ def test_intervals_are_centred_on_the_estimate_for_noise_driven_measures():
 
 
 def test_batched_replicates_equal_the_measures_one_by_one():
-    from instructeval_aggregation.sensitivity_card import _batch_item, _batch_point, _item_measures, _point_measures
+    """The card's batched replicates give, replicate by replicate, what the documented measures give."""
+    from instructeval_aggregation.sensitivity_card import _batch_item, _batch_point
 
     rng = np.random.default_rng(5)
     Y = (rng.random((4, 7, 30)) < 0.55).astype(float)
@@ -275,7 +276,12 @@ def test_batched_replicates_equal_the_measures_one_by_one():
     points = _batch_point(Y.mean(axis=2))
     items = _batch_item(Y, LL)
     for b in range(len(Y)):
-        one = {**_point_measures(Y[b].mean(axis=1)), **_item_measures(Y[b], LL[b])}
+        acc = Y[b].mean(axis=1)
+        one = {"avgp": 100 * sm.avgp(acc), "maxp": 100 * sm.maxp(acc), "minp": 100 * float(acc.min()),
+               "spread": 100 * sm.spread(acc), "cps": 100 * sm.cps(acc),
+               **{k: 100 * v for k, v in sm.quantiles(acc).items()},
+               "pss": sm.prompt_sensi_score(Y[b]), "posix": sm.posix_gold(LL[b]),
+               "instruction_sd": 100 * sm.instruction_effect_sd(Y[b]), "item_noise_sd": 100 * sm.item_noise_sd(Y[b])}
         for name, value in one.items():
             batched = points[name][b] if name in points else items[name][b]
             assert batched == pytest.approx(value, abs=1e-9), name
