@@ -95,8 +95,9 @@ def budget_html(estimates: BudgetEstimates, figures: Mapping[str, Path], img: Ca
         "<h2>Budgeted estimates</h2>",
         "<p>These (model, task, setting) grids come from budgeted sweeps (<code>instructeval run --budget</code>): "
         "each instruction was evaluated on a share of the test items, and its accuracy on all of them is an "
-        "<b>estimate</b> of a logistic item-response model (instruction, item and method effects) fitted to the "
-        f"observed cells; intervals are {estimates.level:.0%} item-bootstrap percentiles. Every table column built "
+        "<b>estimate</b> of a logistic item-response model (method, instruction and item effects) fitted to the "
+        f"observed cells; intervals are {estimates.level:.0%} percentiles of posterior predictive draws of the whole "
+        "grid. Every table column built "
         "from them is marked <i>(est.)</i>.</p>",
     ]
     for (model, task, grid), grid_row in estimates.grids.groupby(["model", "task", "grid"], sort=True):
@@ -104,8 +105,8 @@ def budget_html(estimates: BudgetEstimates, figures: Mapping[str, Path], img: Ca
         parts.append(f"<h3>{html.escape(f'{model} / {task} / {grid}')} (estimates)</h3>")
         parts.append(f"<p class='note'>{int(row['observed_cells'])} of {int(row['grid_cells'])} cells observed "
                      f"({row['observed_share']:.1%}); {int(row['n_instructions'])} instructions x {int(row['n_items'])} items; "
-                     f"metric {html.escape(str(row['metric']))}; prior SDs: instruction {row['s_instruction']:.3f}, "
-                     f"item {row['s_item']:.3f}; {int(row['n_boot'])} bootstrap replicates.</p>")
+                     f"metric {html.escape(str(row['metric']))}; SDs (logits): instruction {row['s_instruction']:.3f}, "
+                     f"item {row['s_item']:.3f}; {int(row['n_boot'])} predictive draws.</p>")
         pick = lambda frame: frame[(frame["model"] == model) & (frame["task"] == task) & (frame["grid"] == grid)]  # noqa: E731
         drop = ["model", "task", "grid", "setting"]
         parts.append(frame_html(pick(estimates.best).drop(columns=drop), "Best instruction (estimate, P(best))"))

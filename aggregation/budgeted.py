@@ -1,21 +1,26 @@
-"""Estimates for budgeted sweeps: every instruction's accuracy on the full grid, with bootstrap CIs.
+"""Estimates for budgeted sweeps: every instruction's accuracy on the full grid, with intervals.
 
 A variant whose metadata has ``budget`` (``instructeval run --budget F``) was evaluated on the items
 ``budget["items"]`` of its grid (one (task, setting code), see ``instructeval_tasks.sweep.budget``).
 For each (model, task, grid) this module reads the variants' per-sample logs (the primary metric of
-the (model, task)), fits the item-response model of :mod:`irt` and reports:
+the (model, task)), fits the crossed item-response model of ``instructeval_tasks.item_response``
+(methods as fixed effects, instruction effects normal, item effects from a fitted discrete
+distribution) and reports:
 
-- each instruction's estimated accuracy ``acc_i`` (``irt.instruction_accuracy``), its observed
-  accuracy on its own items, and the probability that it is the grid's best;
+- each instruction's estimated accuracy ``acc_i`` (observed cells as scored, the others predicted),
+  its observed accuracy on its own items, and the probability that it is the grid's best;
 - each method's mean of ``acc_i`` over its instructions (what relative gain is computed from);
-- the 5, 25, 50, 75 and 95% quantiles of ``acc_i`` across the grid's instructions (numpy's
-  linear interpolation);
+- the 5, 25, 50, 75 and 95% quantiles of ``acc_i`` across the grid's instructions: the mean over
+  the predictive draws of each draw's quantiles (numpy's linear interpolation);
 - the best instruction (highest ``acc_i``) with its probability of being best.
 
-Intervals: ``n_boot`` replicates resample the grid's items with replacement, refit (prior scales
-fixed at the point fit's), and take percentile intervals; ``P(best)`` is the share of replicates
-in which the instruction has the highest estimate. The generator is seeded from
-``"<seed>|irt|<model>|<task>|<grid>"``.
+Intervals: ``n_boot`` posterior predictive draws of the whole grid
+(``item_response.predictive_draws``: effects from their approximate posteriors, a Bernoulli outcome
+for every unobserved cell), percentiles; ``P(best)`` is the share of draws in which the instruction
+has the highest accuracy. The generator is seeded from ``"<seed>|irt|<model>|<task>|<grid>"``.
+
+Variants of one instruction in one grid (an adaptive design's rounds) are one row of the grid:
+their items must not overlap.
 
 The estimates replace the variants' metric values for the rest of the aggregation (relative gain,
 AvgP/MaxP, sensitivities), and every table built from them marks them (``(est.)``).
@@ -30,9 +35,10 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from instructeval_tasks.item_response import Cells, CrossedFit, fit_crossed, instruction_accuracy, predictive_draws
+
 from .bootstrap import rng_for
 from .issues import AggregationError, IssueLog
-from .irt import Cells, IrtFit, fit_irt, instruction_accuracy, resample_items
 from .records import VariantResult
 from .samples import read_sample_values
 
@@ -86,8 +92,13 @@ def _percentile_ci(replicates: np.ndarray, level: float) -> tuple[np.ndarray, np
     return np.quantile(replicates, alpha, axis=0), np.quantile(replicates, 1 - alpha, axis=0)
 
 
-def _grid_cells(variants: Sequence[VariantResult], metric: str, issues: IssueLog) -> tuple[Cells, list[float]] | None:
-    """The observed cells of one grid from its variants' samples; ``None`` (with an error) if unusable."""
+def _grid_cells(variants: Sequence[VariantResult], metric: str,
+                issues: IssueLog) -> tuple[Cells, list[float], list[list[VariantResult]]] | None:
+    """The observed cells of one grid from its variants' samples; ``None`` (with an error) if unusable.
+
+    Returns the cells, each row's observed accuracy and each row's variants (the variants of one
+    instruction from several rounds of an adaptive design share a row).
+    """
     budgets = [v.metadata[BUDGET_KEY] for v in variants]
     sizes = {b.get("n_items") for b in budgets}
     if len(sizes) != 1 or not isinstance(next(iter(sizes)), int):
@@ -96,76 +107,80 @@ def _grid_cells(variants: Sequence[VariantResult], metric: str, issues: IssueLog
         return None
     n_items = next(iter(sizes))
     methods = sorted({v.method for v in variants})
-    rows, cols, ys, observed = [], [], [], []
-    for i, v in enumerate(variants):
-        if not v.samples_path:
-            issues.error("budget", f"{v.describe()}: budgeted variant without its per-sample log; its accuracy on "
-                         f"{len(v.metadata[BUDGET_KEY].get('items') or [])} items cannot be estimated for the grid "
-                         f"(run without --no-log-samples)", file=v.file, variant=v.name)
-            return None
-        try:
-            doc_ids, values = read_sample_values(v.samples_path, metric)
-        except AggregationError as err:
-            issues.error("budget", str(err), file=v.samples_path, variant=v.name)
-            return None
-        recorded = sorted(int(x) for x in v.metadata[BUDGET_KEY].get("items") or [])
-        if doc_ids.tolist() != recorded:
-            issues.error("budget", f"{v.describe()}: its samples cover doc_ids {doc_ids.tolist()[:8]}... but its budget "
-                         f"records items {recorded[:8]}...: samples of another run", file=v.samples_path, variant=v.name)
-            return None
-        if recorded and (recorded[0] < 0 or recorded[-1] >= n_items):
-            issues.error("budget", f"{v.describe()}: budget items outside 0..{n_items - 1}", file=v.file, variant=v.name)
-            return None
-        rows.append(np.full(len(doc_ids), i))
-        cols.append(doc_ids)
-        ys.append(values)
-        observed.append(float(values.mean()) if len(values) else float("nan"))
+    members: dict[tuple[str, str], list[VariantResult]] = {}
+    for v in variants:
+        members.setdefault((v.method, v.instruction), []).append(v)
+    rows, cols, ys, observed, row_variants = [], [], [], [], []
+    for i, group in enumerate(members.values()):
+        seen: set[int] = set()
+        row_values = []
+        for v in group:
+            if not v.samples_path:
+                issues.error("budget", f"{v.describe()}: budgeted variant without its per-sample log; its accuracy on "
+                             f"{len(v.metadata[BUDGET_KEY].get('items') or [])} items cannot be estimated for the grid "
+                             f"(run without --no-log-samples)", file=v.file, variant=v.name)
+                return None
+            try:
+                doc_ids, values = read_sample_values(v.samples_path, metric)
+            except AggregationError as err:
+                issues.error("budget", str(err), file=v.samples_path, variant=v.name)
+                return None
+            recorded = sorted(int(x) for x in v.metadata[BUDGET_KEY].get("items") or [])
+            if doc_ids.tolist() != recorded:
+                issues.error("budget", f"{v.describe()}: its samples cover doc_ids {doc_ids.tolist()[:8]}... but its budget "
+                             f"records items {recorded[:8]}...: samples of another run", file=v.samples_path, variant=v.name)
+                return None
+            if recorded and (recorded[0] < 0 or recorded[-1] >= n_items):
+                issues.error("budget", f"{v.describe()}: budget items outside 0..{n_items - 1}", file=v.file, variant=v.name)
+                return None
+            if seen.intersection(recorded):
+                issues.error("budget", f"{v.describe()}: items {sorted(seen.intersection(recorded))[:8]} were already "
+                             f"evaluated for this instruction by another variant of the grid", file=v.file, variant=v.name)
+                return None
+            seen.update(recorded)
+            rows.append(np.full(len(doc_ids), i))
+            cols.append(doc_ids)
+            ys.append(values)
+            row_values.append(values)
+        joined = np.concatenate(row_values) if row_values else np.array([])
+        observed.append(float(joined.mean()) if joined.size else float("nan"))
+        row_variants.append(group)
     cells = Cells(
         rows=np.concatenate(rows).astype(int),
         cols=np.concatenate(cols).astype(int),
         y=np.concatenate(ys).astype(float),
-        n_rows=len(variants),
+        n_rows=len(members),
         n_cols=n_items,
-        groups=np.array([methods.index(v.method) for v in variants]),
+        groups=np.array([methods.index(method) for method, _ in members]),
     )
-    return cells, observed
-
-
-def _bootstrap(cells: Cells, fit: IrtFit, n_boot: int, rng: np.random.Generator) -> np.ndarray:
-    """``n_boot x n_rows`` estimated accuracies, items resampled with replacement."""
-    out = np.empty((n_boot, cells.n_rows))
-    for r in range(n_boot):
-        draw = rng.integers(0, cells.n_cols, cells.n_cols)
-        replicate = resample_items(cells, draw)
-        start = dataclasses.replace(fit, b=fit.b[draw])
-        refit = fit_irt(replicate, s_a=fit.s_a, s_b=fit.s_b, s_g=fit.s_g, start=start)
-        out[r] = instruction_accuracy(refit, replicate)
-    return out
+    return cells, observed, row_variants
 
 
 @dataclass(frozen=True)
 class GridEstimate:
-    """One grid's fit: point estimates, bootstrap replicates (``None`` without), intervals, P(best)."""
+    """One grid's fit: point estimates, predictive draws (``None`` without), intervals, P(best), quantiles."""
 
-    fit: IrtFit
+    fit: CrossedFit
     point: np.ndarray
     replicates: np.ndarray | None
     ci_low: np.ndarray
     ci_high: np.ndarray
     p_best: np.ndarray
+    quantiles: np.ndarray  # at QUANTILES: the draws' mean, or the point estimates' without draws
 
 
 def estimate_grid(cells: Cells, *, n_boot: int, level: float, rng: np.random.Generator) -> GridEstimate:
-    """Fit ``cells``, estimate every instruction's accuracy and (``n_boot > 0``) bootstrap it."""
-    fit = fit_irt(cells)
+    """Fit ``cells``, estimate every instruction's accuracy and (``n_boot > 0``) draw the grid ``n_boot`` times."""
+    fit = fit_crossed(cells)
     point = instruction_accuracy(fit, cells)
     nan = np.full(cells.n_rows, np.nan)
     if not n_boot:
-        return GridEstimate(fit, point, None, nan, nan, nan)
-    boots = _bootstrap(cells, fit, n_boot, rng)
-    lo, hi = _percentile_ci(boots, level)
-    p_best = np.bincount(np.argmax(boots, axis=1), minlength=cells.n_rows) / n_boot
-    return GridEstimate(fit, point, boots, lo, hi, p_best)
+        return GridEstimate(fit, point, None, nan, nan, nan, np.quantile(point, QUANTILES))
+    draws = predictive_draws(fit, cells, n_boot, rng)
+    lo, hi = _percentile_ci(draws, level)
+    p_best = np.bincount(np.argmax(draws, axis=1), minlength=cells.n_rows) / n_boot
+    quantiles = np.quantile(draws, QUANTILES, axis=1).mean(axis=1)
+    return GridEstimate(fit, point, draws, lo, hi, p_best, quantiles)
 
 
 def estimate_budgeted(
@@ -200,44 +215,48 @@ def estimate_budgeted(
         if built is None:
             dropped.update((v.model, v.name) for v in members)
             continue
-        cells, observed = built
+        cells, observed, row_variants = built
         if not method_covariate:
             cells = dataclasses.replace(cells, groups=None)
         est = estimate_grid(cells, n_boot=n_boot, level=level, rng=rng_for(seed, "irt", model, task, grid))
-        fit, point, boots = est.fit, est.point, est.replicates
+        fit, point, draws = est.fit, est.point, est.replicates
         setting = members[0].setting
         estimated.add((task, setting))
         base = {"model": model, "task": task, "grid": grid, "setting": setting}
         grid_rows.append({**base, "metric": metric, "n_instructions": cells.n_rows, "n_items": cells.n_cols,
                           "observed_cells": int(cells.y.size), "grid_cells": cells.n_rows * cells.n_cols,
                           "observed_share": cells.y.size / max(cells.n_rows * cells.n_cols, 1),
-                          "s_instruction": fit.s_a, "s_item": fit.s_b, "method_covariate": method_covariate,
+                          "s_instruction": fit.s_a, "s_item": fit.s_item, "method_covariate": method_covariate,
                           "n_boot": n_boot})
         lo, hi, p_best = est.ci_low, est.ci_high, est.p_best
-        for i, v in enumerate(members):
-            instr_rows.append({**base, "method": v.method, "instruction": v.instruction,
+        row_method = [group[0].method for group in row_variants]
+        for i, group in enumerate(row_variants):
+            instr_rows.append({**base, "method": group[0].method, "instruction": group[0].instruction,
                                "observed_items": int(np.sum(cells.rows == i)), "observed_accuracy": observed[i],
                                "estimate": float(point[i]), "ci_low": float(lo[i]), "ci_high": float(hi[i]),
                                "p_best": float(p_best[i])})
-            replaced[(v.model, v.name)] = dataclasses.replace(v, metrics={**v.metrics, metric: float(point[i])}, estimated=True)
-        for method in sorted({v.method for v in members}):
-            rows = np.array([i for i, v in enumerate(members) if v.method == method])
+            for v in group:
+                replaced[(v.model, v.name)] = dataclasses.replace(v, metrics={**v.metrics, metric: float(point[i])},
+                                                                  estimated=True)
+        for method in sorted(set(row_method)):
+            rows = np.array([i for i, name in enumerate(row_method) if name == method])
             m_lo = m_hi = float("nan")
-            if boots is not None:
-                m_lo, m_hi = (float(x[0]) for x in _percentile_ci(boots[:, rows].mean(axis=1)[:, None], level))
+            if draws is not None:
+                m_lo, m_hi = (float(x[0]) for x in _percentile_ci(draws[:, rows].mean(axis=1)[:, None], level))
             method_rows.append({**base, "method": method, "n_instructions": len(rows),
                                 "estimate": float(point[rows].mean()), "ci_low": m_lo, "ci_high": m_hi})
-        q_point = np.quantile(point, QUANTILES)
         q_lo = q_hi = np.full(len(QUANTILES), np.nan)
-        if boots is not None:
-            q_lo, q_hi = _percentile_ci(np.quantile(boots, QUANTILES, axis=1).T, level)
+        if draws is not None:
+            q_lo, q_hi = _percentile_ci(np.quantile(draws, QUANTILES, axis=1).T, level)
         for k, q in enumerate(QUANTILES):
-            quant_rows.append({**base, "quantile": q, "estimate": float(q_point[k]), "ci_low": float(q_lo[k]),
+            quant_rows.append({**base, "quantile": q, "estimate": float(est.quantiles[k]), "ci_low": float(q_lo[k]),
                                "ci_high": float(q_hi[k])})
         top = int(np.argmax(point))
-        best_rows.append({**base, "method": members[top].method, "instruction": members[top].instruction,
+        best_rows.append({**base, "method": row_variants[top][0].method, "instruction": row_variants[top][0].instruction,
                           "estimate": float(point[top]), "p_best": float(p_best[top])})
-    out = [replaced.get((v.model, v.name), v) for v in variants if (v.model, v.name) not in dropped]
+    # an instruction's later rounds live on in its first-round variant's estimate
+    out = [replaced.get((v.model, v.name), v) for v in variants
+           if (v.model, v.name) not in dropped and not (is_budgeted(v) and v.budget_round)]
     if not grid_rows:
         return out, None
     return out, BudgetEstimates(

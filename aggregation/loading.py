@@ -143,6 +143,8 @@ def find_samples(
         for p in glob.glob(os.path.join(glob.escape(str(folder)), glob.escape(prefix) + "*.jsonl"))
         if not any(os.path.basename(p).startswith(other) for other in longer)
     )
+    if len(candidates) > 1:  # a stamp starts with a digit; "<variant>__r1_<stamp>" is another variant's (an adaptive round)
+        candidates = [p for p in candidates if os.path.basename(p)[len(prefix):][:1].isdigit()] or candidates
     if len(candidates) == 1:
         return candidates[0], None
     if len(candidates) > 1:

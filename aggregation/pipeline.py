@@ -49,7 +49,7 @@ class AggregateOptions:
         decimals: decimals printed in Markdown/LaTeX.
         strict: warnings count as errors (raise before anything is written).
         use_samples: read per-sample logs (intervals, tests, worst-case accuracy).
-        irt_boot: bootstrap replicates of the budgeted sweeps' item-response estimates (0: none).
+        irt_boot: posterior predictive draws of the budgeted sweeps' item-response estimates (0: none).
         irt_method_covariate: the item-response model has a method effect (``budgeted.py``).
     """
 

@@ -62,9 +62,14 @@ class VariantResult:
     def identity(self) -> tuple:
         """What makes two variants the same evaluation (model, task, instruction, setting, seeds).
 
-        Zero-shot ignores the demo and order seeds (no demonstrations are shown).
+        Zero-shot ignores the demo and order seeds (no demonstrations are shown). The later rounds
+        of an adaptive budget (``budget.round`` > 0) are evaluations of their own: more cells of the
+        same instruction and setting.
         """
         base = (self.model, self.task, self.method, self.instruction, self.setting, self.num_fewshot)
+        budget_round = self.budget_round
+        if budget_round:
+            base += (f"budget-round-{budget_round}",)
         if self.setting == "zero_shot":
             return base
         if self.setting == "few_shot":
@@ -72,6 +77,13 @@ class VariantResult:
         if self.setting == "ordering":
             return base + (self.demo_seed, self.order_seed)
         return base + (self.demo_seed, self.order_seed, self.perturbation, self.perturbation_seed)
+
+    @property
+    def budget_round(self) -> int:
+        """The adaptive-budget round this variant evaluated (0: the first slice, or no adaptive budget)."""
+        budget = self.metadata.get("budget")
+        value = budget.get("round") if isinstance(budget, dict) else None
+        return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
     def describe(self) -> str:
         seeds = ""

@@ -1,4 +1,4 @@
-"""Budgeted sweeps in the aggregation: the item-response fit, the estimates and how reports mark them."""
+"""Budgeted sweeps in the aggregation: the estimates and how reports mark them (the model: tests/test_item_response.py)."""
 
 from __future__ import annotations
 
@@ -9,58 +9,9 @@ import pytest
 
 from instructeval_aggregation import aggregate, load_runs
 from instructeval_aggregation.budgeted import estimate_budgeted
-from instructeval_aggregation.irt import Cells, fit_irt, instruction_accuracy, resample_items
 from instructeval_aggregation.report import write_report
 from instructeval_aggregation.testing import SyntheticVariant, write_run
 from instructeval_tasks.sweep.budget import Budget, assign_cells
-
-
-def _synthetic(seed: int, m: int, n: int, share: float, *, s_a=0.7, s_b=1.5, groups=None, g=None):
-    rng = np.random.default_rng(seed)
-    a, b = rng.normal(0, s_a, m), rng.normal(0, s_b, n)
-    shift = g[groups] if groups is not None else 0.0
-    p = 1 / (1 + np.exp(-(0.3 + shift + a)[:, None] - b[None, :]))
-    y = (rng.random((m, n)) < p).astype(float)
-    rows, cols = np.nonzero(rng.random((m, n)) < share)
-    return Cells(rows, cols, y[rows, cols], m, n, groups), a, b, y
-
-
-def test_the_fit_recovers_known_instruction_and_item_effects():
-    cells, a, b, _ = _synthetic(0, 40, 300, 0.4)
-    fit = fit_irt(cells)
-    assert np.corrcoef(fit.a, a)[0, 1] > 0.9
-    assert np.corrcoef(fit.b, b)[0, 1] > 0.85
-    assert 0.5 < fit.s_a < 0.9 and 1.2 < fit.s_b < 1.8  # the prior scales are estimated near the truth
-
-
-def test_the_fit_recovers_method_effects():
-    groups = np.repeat(np.arange(3), 10)
-    g = np.array([-1.0, 0.0, 1.0])
-    cells, _, _, _ = _synthetic(1, 30, 200, 0.3, s_a=0.3, groups=groups, g=g)
-    fit = fit_irt(cells)
-    assert list(np.argsort(fit.g)) == [0, 1, 2]
-    assert fit.g[2] - fit.g[0] == pytest.approx(2.0, abs=0.4)  # shrunk a little toward 0 (s_g is estimated)
-
-
-def test_a_full_grid_gives_back_its_exact_accuracies():
-    cells, _, _, y = _synthetic(2, 8, 50, 1.0)
-    assert cells.y.size == 400
-    assert np.allclose(instruction_accuracy(fit_irt(cells), cells), y.mean(axis=1), atol=1e-12)
-
-
-def test_estimates_beat_the_observed_subset_means_at_a_tenth_of_the_grid():
-    cells, _, _, y = _synthetic(3, 60, 100, 0.1, s_a=0.5)
-    truth = y.mean(axis=1)
-    estimate = instruction_accuracy(fit_irt(cells), cells)
-    subset = np.array([cells.y[cells.rows == i].mean() for i in range(cells.n_rows)])
-    assert np.abs(estimate - truth).mean() < 0.75 * np.abs(subset - truth).mean()
-
-
-def test_item_resampling_keeps_each_items_cells():
-    cells = Cells(np.array([0, 1, 1]), np.array([0, 0, 2]), np.array([1.0, 0.0, 1.0]), 2, 3)
-    replicate = resample_items(cells, np.array([2, 0, 0]))
-    got = sorted(zip(replicate.rows.tolist(), replicate.cols.tolist(), replicate.y.tolist()))
-    assert got == [(0, 1, 1.0), (0, 2, 1.0), (1, 0, 1.0), (1, 1, 0.0), (1, 2, 0.0)]
 
 
 # --------------------------------------------------------------------------- results files
@@ -118,8 +69,11 @@ def test_aggregate_replaces_budgeted_values_by_estimates_and_marks_them(tmp_path
     assert est["p_best"].sum() == pytest.approx(1.0)
     methods = result.budget.methods.set_index("method")
     assert methods.loc["generic", "estimate"] == pytest.approx(est.loc[[f"generic-{k}" for k in range(6)], "estimate"].mean())
-    quantiles = result.budget.quantiles.set_index("quantile")["estimate"]
-    assert quantiles.loc[0.5] == pytest.approx(np.median(est["estimate"]))
+    quantiles = result.budget.quantiles.set_index("quantile")
+    assert (quantiles["ci_low"] <= quantiles["estimate"]).all() and (quantiles["estimate"] <= quantiles["ci_high"]).all()
+    assert quantiles["estimate"].is_monotonic_increasing  # the draws' mean quantiles
+    without_draws = aggregate(load_runs([tmp_path / "runs"]), n_boot=0, irt_boot=0).budget
+    assert without_draws.quantiles.set_index("quantile").loc[0.5, "estimate"] == pytest.approx(np.median(est["estimate"]))
     assert result.tables["gain_zero_shot"].estimated == frozenset({"agnews"})
 
     out = tmp_path / "report"

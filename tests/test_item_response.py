@@ -1,0 +1,136 @@
+"""The crossed item-response model behind budgeted sweeps: fit, estimates, draws, allocation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from instructeval_tasks.item_response import (
+    ITEM_GRID,
+    Cells,
+    allocate_cells,
+    fit_crossed,
+    instruction_accuracy,
+    predictive_draws,
+    unobserved_variance,
+)
+
+QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
+
+
+def _grid(seed: int, m: int, n: int, *, s_a=0.5, method_shift=None, groups=None, decided=0.0):
+    """A synthetic grid: ``decided`` of the items are answered the same way by every instruction."""
+    rng = np.random.default_rng(seed)
+    a = rng.normal(0, s_a, m)
+    b = rng.normal(0, 1.0, n)
+    shift = method_shift[groups] if method_shift is not None else 0.0
+    p = 1 / (1 + np.exp(-(shift + a)[:, None] - b[None, :]))
+    y = (rng.random((m, n)) < p).astype(float)
+    fixed = rng.random(n) < decided
+    y[:, fixed] = (rng.random(int(fixed.sum())) < 0.5).astype(float)[None, :]
+    return y, a
+
+
+def _observe(y: np.ndarray, share: float, seed: int, groups=None, full_rows=()) -> Cells:
+    rng = np.random.default_rng(seed + 1000)
+    mask = rng.random(y.shape) < share
+    mask[list(full_rows)] = True
+    rows, cols = np.nonzero(mask)
+    return Cells(rows, cols, y[rows, cols], y.shape[0], y.shape[1], groups)
+
+
+def test_a_full_grid_gives_back_its_exact_accuracies():
+    y, _ = _grid(0, 8, 50)
+    cells = _observe(y, 1.0, 0)
+    assert cells.y.size == 400
+    assert np.allclose(instruction_accuracy(fit_crossed(cells), cells), y.mean(axis=1), atol=1e-12)
+
+
+def test_the_fit_ranks_instructions_by_their_effects():
+    y, a = _grid(1, 40, 300, s_a=0.7)
+    fit = fit_crossed(_observe(y, 0.4, 1))
+    assert np.corrcoef(fit.a, a)[0, 1] > 0.9
+    assert 0.4 < fit.s_a < 1.0
+
+
+def test_method_means_are_not_pulled_toward_the_fully_observed_method():
+    # null (one instruction, every item) at 0; two methods of eight instructions at -1 and +1 logits.
+    groups = np.array([0] + [1] * 8 + [2] * 8)
+    shift = np.array([0.0, -1.0, 1.0])
+    errors = []
+    for seed in range(4):
+        y, _ = _grid(seed, 17, 100, s_a=0.3, method_shift=shift, groups=groups)
+        cells = _observe(y, 0.1, seed, groups, full_rows=[0])
+        acc = instruction_accuracy(fit_crossed(cells), cells)
+        for k in (1, 2):
+            truth, null = y[groups == k].mean(), y[0].mean()
+            estimate = acc[groups == k].mean()
+            errors.append((estimate - truth) * np.sign(truth - null))  # < 0: pulled toward null
+    # no systematic pull: -0.014 here; a tight prior on the method effects (sd 0.1 logit) pulls by -0.09
+    assert abs(float(np.mean(errors))) < 0.03
+
+
+def test_items_every_instruction_answers_alike_add_no_noise_to_the_draws():
+    # 70% of the items are decided; the spread of accuracies across instructions comes from the rest.
+    y, _ = _grid(2, 30, 100, s_a=0.3, decided=0.7)
+    cells = _observe(y, 0.15, 2)
+    fit = fit_crossed(cells)
+    draws = predictive_draws(fit, cells, 400, np.random.default_rng(0))
+    truth_spread = np.quantile(y.mean(axis=1), 0.95) - np.quantile(y.mean(axis=1), 0.05)
+    drawn_spread = float(np.mean(np.quantile(draws, 0.95, axis=1) - np.quantile(draws, 0.05, axis=1)))
+    assert drawn_spread < 1.6 * truth_spread
+    far = np.abs(ITEM_GRID - fit.item_weights @ ITEM_GRID) >= 4  # 4 logits: p < 0.02 or > 0.98
+    assert fit.item_weights[far].sum() > 0.4  # the decided items sit far out on the grid
+
+
+def test_intervals_cover_the_exact_accuracies():
+    covered = []
+    for seed in range(3):
+        y, _ = _grid(10 + seed, 30, 100, s_a=0.4, decided=0.4)
+        cells = _observe(y, 0.15, seed)
+        draws = predictive_draws(fit_crossed(cells), cells, 500, np.random.default_rng(seed))
+        lo, hi = np.quantile(draws, [0.025, 0.975], axis=0)
+        truth = y.mean(axis=1)
+        covered.append(np.mean((truth >= lo) & (truth <= hi)))
+    assert 0.85 <= float(np.mean(covered)) <= 1.0
+
+
+def test_draws_are_reproducible_and_keep_observed_cells():
+    y, _ = _grid(3, 10, 40)
+    cells = _observe(y, 1.0, 3)
+    fit = fit_crossed(cells)
+    one = predictive_draws(fit, cells, 50, np.random.default_rng(7))
+    assert np.array_equal(one, predictive_draws(fit, cells, 50, np.random.default_rng(7)))
+    assert np.allclose(one, y.mean(axis=1)[None, :])  # nothing unobserved: every draw is the grid itself
+
+
+def test_allocation_goes_to_uncertain_cells_and_skips_frozen_rows():
+    variance = np.array([
+        [0.25, 0.00, 0.20, 0.01],
+        [0.00, 0.01, 0.00, 0.00],
+        [0.25, 0.25, 0.25, 0.25],
+    ])
+    chosen = allocate_cells(variance, 3, frozen_rows=np.array([False, False, True]))
+    assert chosen == {0: [0, 2], 1: [1]} or chosen == {0: [0, 2, 3]}
+    assert 2 not in chosen
+    assert sum(map(len, chosen.values())) == 3
+    assert allocate_cells(variance, 100) == allocate_cells(variance, 100)  # deterministic
+    assert sum(map(len, allocate_cells(variance, 100).values())) == int(np.count_nonzero(variance))
+
+
+def test_unobserved_variance_is_zero_on_observed_cells():
+    y, _ = _grid(4, 6, 30)
+    cells = _observe(y, 0.5, 4)
+    v = unobserved_variance(fit_crossed(cells), cells)
+    _, observed = cells.matrices()
+    assert np.all(v[observed] == 0) and np.all(v[~observed] > 0)
+
+
+@pytest.mark.parametrize("share", [0.05, 0.1])
+def test_sparse_grids_fit_without_running_off(share):
+    # a method whose few cells are all right would separate (+inf) without its weak prior
+    groups = np.array([0] * 5 + [1] * 5)
+    y, _ = _grid(5, 10, 60, groups=groups, method_shift=np.array([0.0, 0.0]))
+    cells = _observe(y, share, 5, groups)
+    fit = fit_crossed(cells)
+    assert np.all(np.isfinite(fit.beta)) and np.all(np.abs(fit.beta) < 10)
