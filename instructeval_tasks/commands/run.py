@@ -88,6 +88,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     budget.add_argument("--budget-full-methods", dest="budget_full_methods", default=None, metavar="METHODS",
                         help="comma list of methods whose instructions get every item (default null, the baseline "
                              "of relative gain; '' for none)")
+    budget.add_argument("--budget-design", dest="budget_design", default=None, choices=("uniform", "adaptive"),
+                        help="uniform (default): every instruction gets its share of items at once; adaptive: half "
+                             "the budget so, the rest in two rounds to the cells the item-response model is least "
+                             "sure of (local executor)")
     group = parser.add_argument_group("protocol overrides (default: the profile's value)")
     group.add_argument("--num-fewshot", dest="num_fewshot", type=int)
     group.add_argument("--selections", dest="n_selections", type=int, help="demo selections (few-shot and selectional std)")
@@ -126,9 +130,12 @@ def run(args: argparse.Namespace) -> int:
             raise UserError("--budget needs the per-sample logs (the estimates are fitted to them): drop --no-log-samples")
         min_items = args.budget_min_items if args.budget_min_items is not None else DEFAULT_MIN_ITEMS
         full = DEFAULT_FULL_METHODS if args.budget_full_methods is None else tuple(_str_list(args.budget_full_methods))
-        budget = Budget(args.budget, seed=args.budget_seed, min_items=min_items, full_methods=full)
-    elif args.budget_seed or args.budget_min_items is not None or args.budget_full_methods is not None:
-        raise UserError("--budget-seed, --budget-min-items and --budget-full-methods only apply with --budget F")
+        budget = Budget(args.budget, seed=args.budget_seed, min_items=min_items, full_methods=full,
+                        design=args.budget_design or "uniform")
+    elif (args.budget_seed or args.budget_min_items is not None or args.budget_full_methods is not None
+          or args.budget_design is not None):
+        raise UserError("--budget-seed, --budget-min-items, --budget-full-methods and --budget-design only apply "
+                        "with --budget F")
     report = run_sweep(SweepOptions(
         model=args.model,
         model_args=args.model_args,

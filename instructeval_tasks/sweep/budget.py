@@ -43,12 +43,18 @@ import random
 from dataclasses import asdict, dataclass
 from typing import Any, Hashable, Sequence
 
+import numpy as np
+
 from ..errors import UserError
+from ..item_response import Cells, allocate_cells, fit_crossed, unobserved_variance
 from ..sampling import balanced_counts
 
 BUDGET_KEY = "budget"
 DEFAULT_MIN_ITEMS = 10
 DEFAULT_FULL_METHODS = ("null",)
+DESIGNS = ("uniform", "adaptive")
+ADAPTIVE_FIRST_SHARE = 0.5  # of the budget, dealt uniformly before the model chooses
+ADAPTIVE_ROUNDS = 2
 
 
 class BudgetError(UserError, ValueError):
@@ -63,9 +69,12 @@ class Budget:
     seed: int = 0
     min_items: int = DEFAULT_MIN_ITEMS
     full_methods: tuple[str, ...] = DEFAULT_FULL_METHODS
+    design: str = "uniform"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "full_methods", tuple(self.full_methods))
+        if self.design not in DESIGNS:
+            raise BudgetError(f"--budget-design {self.design!r}: expected one of {', '.join(DESIGNS)}")
         if isinstance(self.fraction, bool) or not isinstance(self.fraction, (int, float)) or not 0 < self.fraction <= 1:
             raise BudgetError(f"--budget {self.fraction!r}: expected a share of the cells in (0, 1], e.g. --budget 0.1")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
@@ -96,7 +105,16 @@ class Budget:
                 raise BudgetError(f"--budget-full-methods: unknown method {name!r}{hint}; known: {', '.join(known)}")
 
     def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "full_methods": list(self.full_methods)}
+        record = {**asdict(self), "full_methods": list(self.full_methods)}
+        if self.design == "uniform":  # the records of uniform budgets stay as they were before designs existed
+            del record["design"]
+        return record
+
+    def first_slice(self) -> "Budget":
+        """The uniform budget an adaptive design starts from (``ADAPTIVE_FIRST_SHARE`` of the cells)."""
+        if self.design != "adaptive":
+            return self
+        return Budget(self.fraction * ADAPTIVE_FIRST_SHARE, seed=self.seed, min_items=1, full_methods=self.full_methods)
 
 
 def _sorted_classes(labels: Sequence[Hashable]) -> list[Hashable]:
@@ -166,9 +184,14 @@ def assign_cells(
     return {**everything, **{name: sorted(rows) for name, rows in zip(instructions, cells)}}
 
 
-def budget_record(budget: Budget, items: list[int], n_items: int, grid: str, grid_cells: int, grid_size: int) -> dict[str, Any]:
-    """What a budgeted variant's metadata records under ``budget``."""
-    return {
+def budget_record(budget: Budget, items: list[int], n_items: int, grid: str, grid_cells: int, grid_size: int,
+                  *, budget_round: int | None = None) -> dict[str, Any]:
+    """What a budgeted variant's metadata records under ``budget``.
+
+    An adaptive design's variants also record their ``round`` (0: the first, uniform slice);
+    ``grid_cells`` is then the grid's cells at the end of the last round.
+    """
+    record = {
         **budget.as_dict(),
         "grid": grid,
         "items": items,
@@ -176,3 +199,68 @@ def budget_record(budget: Budget, items: list[int], n_items: int, grid: str, gri
         "grid_cells": grid_cells,
         "grid_size": grid_size,
     }
+    if budget.design == "adaptive":
+        record["round"] = int(budget_round or 0)
+    return record
+
+
+def grid_cells_of(instructions: Sequence[str], labels: Sequence[Hashable], budget: Budget, grid: str, *,
+                  full: Sequence[str] = ()) -> tuple[dict[str, list[int]], int]:
+    """The cells evaluated first, and the grid's cells at the end.
+
+    Uniform: ``assign_cells`` at the budget, both the same. Adaptive: ``assign_cells`` at the first
+    slice, and the total the uniform design would evaluate at the whole budget (the later rounds
+    add the difference).
+    """
+    first = assign_cells(instructions, labels, budget.first_slice(), grid, full=full)
+    if budget.design == "uniform":
+        return first, sum(map(len, first.values()))
+    uniform = assign_cells(instructions, labels, Budget(budget.fraction, seed=budget.seed, min_items=budget.min_items,
+                                                        full_methods=budget.full_methods), grid, full=full)
+    return first, sum(map(len, uniform.values()))
+
+
+def next_round_cells(
+    observed: dict[str, dict[int, float]],
+    methods: dict[str, str],
+    n_items: int,
+    target: int,
+    rounds_left: int,
+    frozen: Sequence[str] = (),
+) -> dict[str, list[int]]:
+    """An adaptive design's next cells: where the model is least sure of the outcome.
+
+    ``observed[name]`` maps each evaluated item of an instruction to its score; ``methods[name]`` is
+    its method; ``target`` the grid's total cells at the end (what the uniform design at the same
+    budget would evaluate). This round takes ``ceil((target - evaluated) / rounds_left)`` cells,
+    allocated by ``item_response.allocate_cells`` after fitting ``item_response.fit_crossed`` to
+    every cell evaluated so far; ``frozen`` instructions (the fully evaluated methods) get none.
+    Deterministic: the same evaluated cells give the same next cells, so a resumed run re-derives
+    them.
+
+    Example:
+        >>> seen = {"a": {0: 1.0, 1: 0.0}, "b": {2: 1.0, 3: 1.0}}
+        >>> nxt = next_round_cells(seen, {"a": "x", "b": "y"}, 4, 6, 1)
+        >>> sum(map(len, nxt.values())), all(set(v).isdisjoint(seen[k]) for k, v in nxt.items())
+        (2, True)
+    """
+    names = list(observed)
+    done = sum(len(cells) for cells in observed.values())
+    wanted = math.ceil(max(target - done, 0) / max(rounds_left, 1))
+    if wanted <= 0 or not names:
+        return {}
+    method_names = sorted({methods[name] for name in names})
+    rows, cols, ys = [], [], []
+    for i, name in enumerate(names):
+        for item, score in sorted(observed[name].items()):
+            rows.append(i)
+            cols.append(item)
+            ys.append(score)
+    cells = Cells(rows=np.asarray(rows, dtype=int), cols=np.asarray(cols, dtype=int), y=np.asarray(ys, dtype=float),
+                  n_rows=len(names), n_cols=n_items,
+                  groups=np.asarray([method_names.index(methods[name]) for name in names], dtype=int))
+    variance = unobserved_variance(fit_crossed(cells), cells)
+    frozen_rows = np.asarray([name in set(frozen) for name in names], dtype=bool)
+    chosen = allocate_cells(variance, wanted, frozen_rows=frozen_rows)
+    return {names[i]: items for i, items in sorted(chosen.items())}
+

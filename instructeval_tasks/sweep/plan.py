@@ -51,6 +51,7 @@ class Variant:
     setting: str
     demo_seed: int | None = None
     order_seed: int | None = None
+    budget_round: int = 0  # an adaptive budget's later rounds: more cells of the same instruction and setting
 
     @property
     def chunk(self) -> str:
@@ -69,7 +70,8 @@ class Variant:
 
     @property
     def name(self) -> str:
-        return f"instructeval_{self.task}__{_slug(self.entry.id)}__{self.setting_code}"
+        suffix = f"__r{self.budget_round}" if self.budget_round else ""
+        return f"instructeval_{self.task}__{_slug(self.entry.id)}__{self.setting_code}{suffix}"
 
     def protocol_metadata(self, profile: Profile, *, bank_dir: str | None, data_dir: str | None) -> dict[str, Any]:
         """The variant's task metadata before model keys; its fingerprint covers all of it."""

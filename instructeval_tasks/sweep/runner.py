@@ -23,6 +23,7 @@ import logging
 import os
 import sys
 import time
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -36,7 +37,7 @@ from ..specs import get_spec, resolve_task_names
 from .identity import RUN_FINGERPRINT_KEY, for_task, run_fingerprint
 from .plan import MODEL_ARG_KEYS, Variant, build_plan, fingerprint
 from .profiles import Profile, get_profile
-from .budget import BUDGET_KEY, Budget, assign_cells, budget_record
+from .budget import ADAPTIVE_ROUNDS, BUDGET_KEY, Budget, budget_record, grid_cells_of
 from .chunk import (
     PATH_KEY,
     ChunkJob,
@@ -126,8 +127,7 @@ def apply_budget(plan: list[Variant], metadata: dict[str, dict[str, Any]], class
     for grid, variants in grids.items():
         labels = classes[variants[0].task]
         full = [v.name for v in variants if v.entry.method in budget.full_methods]
-        chosen = assign_cells([v.name for v in variants], labels, budget, grid, full=full)
-        grid_cells = sum(len(items) for items in chosen.values())
+        chosen, grid_cells = grid_cells_of([v.name for v in variants], labels, budget, grid, full=full)
         cells += grid_cells
         size += len(labels) * len(variants)
         for variant in variants:
@@ -191,6 +191,12 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
     args_dict = parse_model_args(model_args)
     runner = make_executor(executor, workers=workers, ray_address=ray_address, worker_resources=worker_resources, lm=lm)
     part = ShardSpec.parse(shard)
+    if budget is not None and budget.design == "adaptive" and (executor != "local" or part):
+        raise UserError("--budget-design adaptive runs on the local executor, without --shard: each round is "
+                        "chosen from the scores of all earlier ones")
+    if budget is not None and budget.design == "adaptive" and not log_samples:
+        raise UserError("--budget-design adaptive needs the per-sample logs (drop --no-log-samples): each round is "
+                        "chosen from the scores of the earlier ones")
     if lm is None:
         check_backend(model)
         check_pretrained(args_dict)
@@ -337,7 +343,8 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
             if plan or not harness:  # a run of harness tasks only has no InstructEval variant to count
                 echo(f"{what} variants planned, {report.skipped} already done, {len(pending)} to run -> {store.root}")
             announce_stock()
-            if not pending and not stock_pending and not harness_pending:
+            adaptive = budget is not None and budget.design == "adaptive"
+            if not pending and not stock_pending and not harness_pending and not adaptive:
                 report.seconds = time.monotonic() - start
                 return report
 
@@ -357,9 +364,14 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
                 stock = StockSchedule(stock_pending, pending, lm=runner.lm, store=store, model=model, args_dict=args_dict,
                                       label=label, batch_size=batch_size, device=spec.resolved_device(),
                                       log_samples=log_samples, write=echo)
+            if adaptive and pending and runner.lm is None:  # one model load for the first slice and the rounds
+                runner.lm = spec.load()
             if pending or stock_pending:
                 _evaluate_pending(runner, chunk_jobs(pending, metadata), spec, prof, store, report, planned=planned,
                                   log_samples=log_samples, progress=progress, echo=echo, stock=stock)
+            if adaptive and mine:
+                _adaptive_rounds(runner, mine, metadata, budget, spec, prof, store, report, planned=planned,
+                                 log_samples=log_samples, progress=progress, echo=echo)
             if harness_pending:  # lm-eval's own tasks, instructed, on the same model (local executor)
                 from .harness_runs import run_harness
 
@@ -374,6 +386,39 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
     report.seconds = time.monotonic() - start
     echo(f"sweep finished: {report.evaluated} variants evaluated in {report.seconds:.0f} s -> {store.root}")
     return report
+
+
+def _adaptive_rounds(runner: Any, first: list[Variant], metadata: dict[str, dict[str, Any]], budget: Budget,
+                     spec: ModelSpec, prof: Profile, store: SweepStore, report: SweepReport, *,
+                     planned: dict[str, str], log_samples: bool, progress: bool, echo: Callable[[str], None]) -> None:
+    """The later rounds of an adaptive budget (``adaptive``), each once the earlier ones are saved."""
+    from .adaptive import plan_round
+
+    first = [v for v in first if BUDGET_KEY in metadata[v.name]]
+    earlier = {v.name: [v] for v in first}
+    for budget_round in range(1, ADAPTIVE_ROUNDS + 1):
+        variants = plan_round(budget_round, first, earlier, metadata, store, budget)
+        new = {v.name: v for v in variants}
+        for variant in first:
+            later = dataclasses.replace(variant, budget_round=budget_round)
+            if later.name in new:
+                earlier[variant.name].append(later)
+        for variant in variants:
+            planned[variant.name] = metadata[variant.name]["variant_fingerprint"]
+        done = store.finished()
+        store.check_conflicts({v.name: planned[v.name] for v in variants}, done,
+                              budget=budget.as_dict())
+        pending = [v for v in variants if v.name not in done]
+        cells = sum(len(metadata[v.name][BUDGET_KEY]["items"]) for v in variants)
+        echo(f"adaptive round {budget_round} of {ADAPTIVE_ROUNDS}: {cells:,} more cells for {len(variants)} "
+             f"instruction(s), {len(pending)} variant(s) to run")
+        report.planned += len(variants)
+        report.skipped += len(variants) - len(pending)
+        if pending:
+            if runner.lm is None:
+                runner.lm = spec.load()
+            _evaluate_pending(runner, chunk_jobs(pending, metadata), spec, prof, store, report, planned=planned,
+                              log_samples=log_samples, progress=progress, echo=echo)
 
 
 def _evaluate_pending(runner: Any, jobs: list[ChunkJob], spec: ModelSpec, prof: Profile, store: SweepStore,

@@ -271,7 +271,9 @@ class SweepStore:
 
     def _write_chunk(self, chunk: str, results: dict[str, Any], samples: dict[str, list[dict]], stamp: str) -> Path:
         for variant in samples:
-            for stale in self.root.glob(f"samples_{variant}_*.jsonl"):
+            # the stamp starts with a digit: another variant whose name extends this one (an adaptive
+            # round, "<name>__r1") is not matched
+            for stale in self.root.glob(f"samples_{variant}_[0-9]*.jsonl"):
                 stale.unlink()
         for variant, rows in samples.items():
             lines = "".join(

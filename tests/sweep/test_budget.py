@@ -194,3 +194,51 @@ def test_cli_budget_errors_are_one_line(tmp_path, args, message):
     assert proc.stderr.strip().splitlines() == [f"instructeval: error: {message}"] or message in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "o").exists()
+
+
+def test_an_adaptive_budget_adds_rounds_of_new_cells_up_to_the_uniform_total(tmp_path, tiny_model_dir, tiny_data_dir):
+    kwargs = dict(model="hf", model_args=f"pretrained={tiny_model_dir},dtype=float32", tasks="agnews", methods="null,generic",
+                  profile="quick", data_dir=str(tiny_data_dir), progress=False,
+                  overrides={"instructions_per_method": 5, "test_sample": 8, "settings": ["zero_shot"]})
+    lines: list[str] = []
+    report = run_sweep(output=tmp_path / "a", budget=Budget(0.5, min_items=1, design="adaptive"), echo=lines.append, **kwargs)
+    variants = _variants(tmp_path / "a")
+    first = {n: v for n, v in variants.items() if v["meta"]["budget"]["round"] == 0}
+    later = {n: v for n, v in variants.items() if v["meta"]["budget"]["round"] > 0}
+    assert len(first) == 6 and later and report.evaluated == len(variants)
+    # the first slice: a quarter of each generic instruction's items (half the budget), null all 8
+    assert all(len(v["meta"]["budget"]["items"]) == 2 for n, v in first.items() if "generic" in n)
+    assert {v["meta"]["budget"]["round"] for v in later.values()} <= {1, 2} and not any("null" in n for n in later)
+    cells: dict[str, set] = collections.defaultdict(set)
+    for name, v in variants.items():
+        base = name.split("__r")[0] if v["meta"]["budget"]["round"] else name
+        items = set(v["meta"]["budget"]["items"])
+        assert not cells[base] & items  # a later round never re-evaluates a cell
+        cells[base] |= items
+        samples = list((tmp_path / "a").rglob(f"samples_{name}_[0-9]*.jsonl"))
+        assert [json.loads(line)["doc_id"] for line in samples[0].read_text().splitlines()] == sorted(items)
+    uniform = assign_cells([n for n in first], [0] * 8, Budget(0.5, min_items=1), "agnews:zs",
+                           full=[n for n in first if "null" in n])
+    assert sum(map(len, cells.values())) == sum(map(len, uniform.values())) == first[next(iter(first))]["meta"]["budget"]["grid_cells"]
+    assert any(line.startswith("adaptive round 1 of 2:") for line in lines)
+
+    again = run_sweep(output=tmp_path / "a", budget=Budget(0.5, min_items=1, design="adaptive"), **kwargs)
+    assert again.evaluated == 0 and again.skipped == len(variants)  # the rounds are re-derived, not re-run
+
+    from instructeval_aggregation import aggregate, load_runs
+
+    result = aggregate(load_runs([tmp_path / "a"]), n_boot=0, irt_boot=20)
+    grid = result.budget.grids.iloc[0]
+    assert grid["observed_cells"] == sum(map(len, cells.values())) and grid["n_instructions"] == 6
+    assert len(result.budget.instructions) == 6  # one row per instruction, its rounds joined
+    assert sorted(result.instructions["instruction"]) == sorted(v["meta"]["instruction_id"] for v in first.values())
+
+
+def test_adaptive_needs_the_local_executor_unsharded(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "instructeval_tasks.cli", "run", "--model", "hf", "--tasks", "agnews", "--output",
+         str(tmp_path / "o"), "--budget", "0.1", "--budget-design", "adaptive", "--shard", "1/2"],
+        capture_output=True, text=True,
+    )
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    assert "--budget-design adaptive runs on the local executor, without --shard" in proc.stderr

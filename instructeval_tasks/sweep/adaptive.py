@@ -1,0 +1,88 @@
+"""``--budget-design adaptive``: after a uniform first slice, rounds of cells where the model is least sure.
+
+The first slice is ``ADAPTIVE_FIRST_SHARE`` of the budget, dealt as the uniform design deals it
+(``budget.grid_cells_of``). Round r (1..``ADAPTIVE_ROUNDS``) of a grid starts once every variant of
+its earlier rounds is saved: the score of every evaluated cell is read back from the saved per-sample
+logs (the primary metric the aggregation uses), the crossed item-response model is fitted, and
+``budget.next_round_cells`` picks ``ceil(cells left / rounds left)`` cells -- instructions with the
+most uncertain unobserved total, and in each the items whose outcome is least certain. Each
+instruction that gets cells becomes a variant ``<name>__r<r>`` of its own: the same instruction,
+setting and task config, its ``budget`` record listing the new items and ``round: r``, evaluated and
+saved like any variant. The aggregation joins an instruction's rounds into one row of its grid.
+
+The fit is deterministic, so rerunning the command re-derives every round from the saved cells and
+resumes where an interruption stopped it. At the end a grid has as many cells as the uniform design
+at the same budget.
+
+Example (the rounds' names):
+    >>> from instructeval_banks import BankEntry
+    >>> v = Variant("agnews", BankEntry("generic-01", "Classify the news.", "generic", "agnews", 0), "zero_shot")
+    >>> round_variant(v, 2).name
+    'instructeval_agnews__generic-01__zs__r2'
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+from typing import Any
+
+from ..errors import UserError
+from ..fingerprint import fingerprint
+from .budget import ADAPTIVE_ROUNDS, BUDGET_KEY, Budget, next_round_cells
+from .plan import Variant
+from .store import SweepStore
+
+# The per-sample metric a round fits, first present wins: the aggregation's primary metric.
+SAMPLE_METRICS = ("acc_per_token", "acc", "quasi_exact_match", "execution_accuracy")
+
+
+def round_variant(variant: Variant, budget_round: int) -> Variant:
+    """``variant`` in round ``budget_round`` of an adaptive budget."""
+    return dataclasses.replace(variant, budget_round=budget_round)
+
+
+def saved_cells(store: SweepStore, name: str) -> dict[int, float]:
+    """``{item: score}`` of a saved variant, from its per-sample log."""
+    files = sorted(store.root.glob(f"samples_{name}_[0-9]*.jsonl"))  # not "<name>__r1_..."
+    if not files:
+        raise UserError(f"{store.root}: no per-sample log of {name}; --budget-design adaptive chooses its later "
+                        f"cells from the scores of the earlier ones (run without --no-log-samples)")
+    rows = [json.loads(line) for line in files[-1].read_text(encoding="utf-8").splitlines() if line.strip()]
+    metric = next((m for m in SAMPLE_METRICS if rows and m in rows[0]), None)
+    if metric is None:
+        raise UserError(f"{files[-1]}: no per-sample {' / '.join(SAMPLE_METRICS)} to fit the adaptive rounds to")
+    return {int(row["doc_id"]): float(row[metric]) for row in rows}
+
+
+def plan_round(budget_round: int, first: list[Variant], earlier: dict[str, list[Variant]],
+               metadata: dict[str, dict[str, Any]], store: SweepStore, budget: Budget) -> list[Variant]:
+    """The variants of round ``budget_round`` for the first slice's variants ``first`` (all budgeted).
+
+    ``earlier[name]`` are the variants of a first-slice variant's earlier rounds (itself included);
+    their cells are read back from ``store``. Adds the new variants' metadata to ``metadata``.
+    """
+    grids: dict[str, list[Variant]] = {}
+    for variant in first:
+        grids.setdefault(metadata[variant.name][BUDGET_KEY]["grid"], []).append(variant)
+    new: list[Variant] = []
+    for _, variants in sorted(grids.items()):
+        record = metadata[variants[0].name][BUDGET_KEY]
+        observed = {v.name: {item: score for part in earlier[v.name] for item, score in saved_cells(store, part.name).items()}
+                    for v in variants}
+        frozen = [v.name for v in variants if v.entry.method in budget.full_methods]
+        chosen = next_round_cells(observed, {v.name: v.entry.method for v in variants}, record["n_items"],
+                                  record["grid_cells"], ADAPTIVE_ROUNDS - budget_round + 1, frozen=frozen)
+        for variant in variants:
+            items = chosen.get(variant.name)
+            if not items:
+                continue
+            later = round_variant(variant, budget_round)
+            meta = copy.deepcopy(metadata[variant.name])
+            meta[BUDGET_KEY] = {**meta[BUDGET_KEY], "items": items, "round": budget_round}
+            meta["variant_fingerprint"] = fingerprint({"first": metadata[variant.name]["variant_fingerprint"],
+                                                       BUDGET_KEY: meta[BUDGET_KEY]})
+            metadata[later.name] = meta
+            new.append(later)
+    return new
