@@ -1,30 +1,37 @@
-"""Budgeted sweeps against the full grid: how close the item-response estimates come, per budget.
+"""Budgeted sweeps against full grids: how close the item-response estimates come, per budget and design.
 
-The full grid: SmolLM2-135M-Instruct (float32) on AG News and HellaSwag, every bank entry of null,
-generic, PromptSource and ad hoc, zero-shot and few-shot (demo set 0, K=6), the paper profile's
-seeded 100-item test sample. Its per-item correctness (``acc_per_token``) is kept in a cache
-(``benchmarks/data/budget_grid_smollm2.json``, 21,000 cells) that ``--rebuild`` recomputes with
-``instructeval run`` (about 2 CPU-hours here) or ``--from-runs DIR`` reads from a finished sweep.
+The full grids: SmolLM2-135M-Instruct (float32), every bank entry of null, generic, PromptSource and
+ad hoc, the paper profile's seeded 100-item test sample: the nine tasks zero-shot, and AG News,
+HellaSwag and TweetEval Emotion few-shot (demo set 0, K=6). Their per-item correctness (the primary
+metric: ``acc_per_token``, or ``quasi_exact_match`` for NQ-Open and TriviaQA) is kept in caches
+(``benchmarks/data/budget_grid_smollm2*.json``) that ``--from-runs DIR`` builds from a finished
+full sweep (``--rebuild`` reruns the first cache's sweep, about 2 CPU-hours).
 
-For each budget (5, 10, 25% by default) and seed, cells are drawn with the sampler of
-``instructeval run --budget`` (``instructeval_tasks.sweep.budget.assign_cells``), the
-aggregation's estimator is applied to them (``instructeval_aggregation.budgeted``'s fit and item
-bootstrap), and the estimates are compared with the full grid's exact accuracies:
+For each budget (5, 10, 25% by default), design and seed, cells are chosen as ``instructeval run
+--budget F [--budget-design adaptive]`` chooses them (``instructeval_tasks.sweep.budget``: the
+uniform ``assign_cells``; the adaptive first slice and ``next_round_cells``), the aggregation's
+estimator is applied (``instructeval_aggregation.budgeted.estimate_grid``), and the estimates are
+compared with the full grid's exact accuracies:
 
 - MAE of per-instruction accuracy, of method means and of the 5/25/50/75/95% quantiles across
   instructions (accuracy points, i.e. x100);
 - Spearman correlation between the estimated and the exact instruction ranking;
-- CI coverage: share of instructions whose exact accuracy lies in its 95% interval;
-- compute saved: 1 - evaluated cells / grid cells (forward tokens scale with cells: each cell is
-  one test item's requests under one instruction).
+- best-instruction regret: the exact accuracy of the truly best instruction minus that of the one
+  estimated best (points);
+- interval coverage: share of exact values inside their 95% interval, for instructions, method
+  means and quantiles;
+- the share of cells evaluated.
 
 The observed-subset mean (each instruction's accuracy on its own cells, no model) is printed beside
-as the baseline. Target at 10%: quantile and method-mean errors within 2 points.
+as the baseline (uniform design only: under the adaptive design it is biased by construction).
+The targets checked at the end: at 10% (uniform), method-mean MAE <= 1.0 and quantile MAE <= 1.5
+points on every grid, method means never worse than the subset's on any grid, coverage 90-97%; the
+adaptive design at 5% at least as good as the uniform one at 10%.
 
 Usage:
-    python benchmarks/budget_validation.py                       # from the cache
-    python benchmarks/budget_validation.py --seeds 10 --budgets 0.05,0.1,0.25
-    python benchmarks/budget_validation.py --rebuild --model-dir models/smollm2 --data-dir ../shared/data
+    python benchmarks/budget_validation.py                       # every cache in benchmarks/data
+    python benchmarks/budget_validation.py --seeds 10 --budgets 0.1 --grids agnews:zs,emotion:zs
+    python benchmarks/budget_validation.py --from-runs runs/full --cache benchmarks/data/budget_grid_smollm2_more.json --build-only
 """
 
 from __future__ import annotations
@@ -41,9 +48,11 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 CACHE = HERE / "data" / "budget_grid_smollm2.json"
+CACHES = "budget_grid_smollm2*.json"
 TASKS = ("agnews", "hellaswag")
 METHODS = ("null", "generic", "promptsource", "adhoc")
 METRIC = "acc_per_token"
+GENERATION_METRIC = "quasi_exact_match"
 QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
 SWEEP_ARGS = dict(tasks=list(TASKS), methods=list(METHODS), profile="paper",
                   overrides={"instructions_per_method": 1000, "settings": ["zero_shot", "few_shot"], "n_selections": 1})
@@ -53,7 +62,7 @@ SWEEP_ARGS = dict(tasks=list(TASKS), methods=list(METHODS), profile="paper",
 
 
 def cache_from_runs(folder: Path) -> dict:
-    """The full grid's per-item correctness from a sweep folder (results + samples files)."""
+    """The full grids' per-item correctness from a sweep folder (results + samples files)."""
     from instructeval_aggregation import load_runs
     from instructeval_aggregation.samples import read_sample_values
 
@@ -66,22 +75,24 @@ def cache_from_runs(folder: Path) -> dict:
         if v.metadata.get("budget"):
             raise SystemExit(f"{v.file}: a budgeted sweep; the cache needs the full grid")
         key = f"{v.task}:{'zs' if v.setting == 'zero_shot' else f'fs-d{v.demo_seed}'}"
-        doc_ids, values = read_sample_values(v.samples_path, METRIC)
-        grid = grids.setdefault(key, {"task": v.task, "setting": v.setting, "labels": None, "rows": []})
+        generative = v.task_type == "gqa"
+        metric = GENERATION_METRIC if generative else METRIC
+        doc_ids, values = read_sample_values(v.samples_path, metric)
+        grid = grids.setdefault(key, {"task": v.task, "setting": v.setting, "metric": metric, "labels": None, "rows": []})
         if doc_ids.tolist() != list(range(len(doc_ids))):
             raise SystemExit(f"{v.samples_path}: not a full grid (doc_ids {doc_ids[:5].tolist()}...)")
-        if grid["labels"] is None:
-            grid["labels"] = _labels(v.samples_path)
+        if grid["labels"] is None:  # the budget sampler balances classes; answers of open QA are no classes
+            grid["labels"] = ["-"] * len(doc_ids) if generative else _labels(v.samples_path)
         grid["rows"].append({"method": v.method, "instruction": v.instruction,
                              "correct": "".join("1" if x >= 0.5 else "0" for x in values)})
-    plan = folder / "sweep.json"
-    fingerprint = json.loads(plan.read_text(encoding="utf-8")).get("run_fingerprint") if plan.is_file() else None
+    plan_file = folder / "sweep.json"
+    plan = json.loads(plan_file.read_text(encoding="utf-8")) if plan_file.is_file() else {}
     return {
-        "description": "per-item acc_per_token of every (instruction, item) cell; see benchmarks/budget_validation.py",
+        "description": "per-item primary metric of every (instruction, item) cell; see benchmarks/budget_validation.py",
         "model": sorted(runs.models),
-        "run_fingerprint": fingerprint,  # model files, dtype, data files of the sweep (sweep/identity.py)
-        "metric": METRIC,
-        "sweep": {**SWEEP_ARGS, "test_sample": 100},
+        "run_fingerprint": plan.get("run_fingerprint"),  # model files, dtype, data files (sweep/identity.py)
+        "sweep": {"profile": (plan.get("profile") or {}).get("name"), "methods": plan.get("methods"),
+                  "test_sample": (plan.get("profile") or {}).get("test_sample")},
         "grids": grids,
     }
 
@@ -116,58 +127,120 @@ class Scores:
     method_mae: float
     quantile_mae: float
     spearman: float
-    coverage: float
-    saved: float
+    regret: float
+    coverage: float  # instructions
+    method_coverage: float
+    quantile_coverage: float
+    share: float
 
 
-def evaluate_grid(grid: dict, fraction: float, seed: int, n_boot: int, key: str, *, min_items: int,
-                  full_methods: tuple[str, ...]) -> tuple[Scores, Scores]:
-    """(item-response estimates, observed-subset means) against the full grid, for one draw."""
-    from scipy.stats import spearmanr
-
-    from instructeval_aggregation.bootstrap import rng_for
-    from instructeval_aggregation.budgeted import estimate_grid
-    from instructeval_aggregation.irt import Cells
-    from instructeval_tasks.sweep.budget import Budget, assign_cells
-
+def _matrix(grid: dict) -> tuple[np.ndarray, list[str], np.ndarray, list[str]]:
     y = np.array([[int(c) for c in row["correct"]] for row in grid["rows"]], dtype=float)
-    m, n = y.shape
     names = [f"{row['method']}/{row['instruction']}" for row in grid["rows"]]
     methods = sorted({row["method"] for row in grid["rows"]})
     method_of = np.array([methods.index(row["method"]) for row in grid["rows"]])
+    return y, names, method_of, methods
+
+
+def choose_cells(grid: dict, key: str, fraction: float, seed: int, design: str, *, min_items: int,
+                 full_methods: tuple[str, ...]) -> dict[str, list[int]]:
+    """The cells ``instructeval run --budget fraction --budget-design design`` evaluates on this grid."""
+    from instructeval_tasks.sweep.budget import ADAPTIVE_ROUNDS, Budget, assign_cells, next_round_cells
+
+    y, names, _, _ = _matrix(grid)
     full = [name for name, row in zip(names, grid["rows"]) if row["method"] in full_methods]
-    chosen = assign_cells(names, grid["labels"], Budget(fraction, seed=seed, min_items=min_items), key, full=full)
+    budget = Budget(fraction, seed=seed, min_items=min_items, full_methods=full_methods, design=design)
+    uniform = assign_cells(names, grid["labels"], dataclasses.replace(budget, design="uniform"), key, full=full)
+    if design == "uniform":
+        return uniform
+    target = sum(map(len, uniform.values()))
+    chosen = {name: list(items) for name, items in assign_cells(names, grid["labels"], budget.first_slice(), key,
+                                                                 full=full).items()}
+    methods = {name: row["method"] for name, row in zip(names, grid["rows"])}
+    for r in range(ADAPTIVE_ROUNDS):
+        observed = {name: {j: y[i, j] for j in chosen[name]} for i, name in enumerate(names)}
+        for name, items in next_round_cells(observed, methods, y.shape[1], target, ADAPTIVE_ROUNDS - r,
+                                            frozen=full).items():
+            chosen[name] = sorted(chosen[name] + items)
+    return chosen
+
+
+def evaluate_grid(grid: dict, fraction: float, seed: int, n_draws: int, key: str, design: str, *, min_items: int,
+                  full_methods: tuple[str, ...]) -> tuple[Scores, Scores | None]:
+    """(item-response estimates, observed-subset means or None) against the full grid, for one draw."""
+    from scipy.stats import spearmanr
+
+    from instructeval_aggregation.bootstrap import rng_for
+    from instructeval_aggregation.budgeted import QUANTILES as QS
+    from instructeval_aggregation.budgeted import estimate_grid
+    from instructeval_tasks.item_response import Cells
+
+    y, names, method_of, methods = _matrix(grid)
+    m, n = y.shape
+    chosen = choose_cells(grid, key, fraction, seed, design, min_items=min_items, full_methods=full_methods)
     rows = np.concatenate([np.full(len(chosen[name]), i) for i, name in enumerate(names)])
     cols = np.concatenate([np.array(chosen[name], dtype=int) for name in names])
     cells = Cells(rows, cols, y[rows, cols], m, n, method_of)
-    est = estimate_grid(cells, n_boot=n_boot, level=0.95, rng=rng_for("budget-validation", key, fraction, seed))
-    estimate, lo, hi = est.point, est.ci_low, est.ci_high
-    subset = np.array([y[i, chosen[name]].mean() for i, name in enumerate(names)])
+    est = estimate_grid(cells, n_boot=n_draws, level=0.95, rng=rng_for("budget-validation", key, fraction, seed, design))
     truth = y.mean(axis=1)
-    saved = 1 - cells.y.size / (m * n)
+    share = cells.y.size / (m * n)
+    groups = range(len(methods))
+    true_methods = np.array([truth[method_of == k].mean() for k in groups])
+    true_quantiles = np.quantile(truth, QS)
 
-    def score(values: np.ndarray, low=None, high=None) -> Scores:
-        method_err = [abs(values[method_of == k].mean() - truth[method_of == k].mean()) for k in range(len(methods))]
-        q_err = np.abs(np.quantile(values, QUANTILES) - np.quantile(truth, QUANTILES))
-        cover = float(np.mean((truth >= low - 1e-12) & (truth <= high + 1e-12))) if low is not None else float("nan")
+    def inside(values, low, high) -> float:
+        return float(np.mean((values >= low - 1e-12) & (values <= high + 1e-12)))
+
+    def score(values: np.ndarray, quantiles: np.ndarray, draws: np.ndarray | None) -> Scores:
+        method_values = np.array([values[method_of == k].mean() for k in groups])
+        cover = method_cover = quantile_cover = float("nan")
+        if draws is not None:
+            lo, hi = np.quantile(draws, [0.025, 0.975], axis=0)
+            cover = inside(truth, lo, hi)
+            per_method = np.stack([draws[:, method_of == k].mean(axis=1) for k in groups], axis=1)
+            mlo, mhi = np.quantile(per_method, [0.025, 0.975], axis=0)
+            method_cover = inside(true_methods, mlo, mhi)
+            qlo, qhi = np.quantile(np.quantile(draws, QS, axis=1).T, [0.025, 0.975], axis=0)
+            quantile_cover = inside(true_quantiles, qlo, qhi)
         rho = spearmanr(values, truth).statistic
-        return Scores(100 * float(np.mean(np.abs(values - truth))), 100 * float(np.mean(method_err)),
-                      100 * float(np.mean(q_err)), float(rho), cover, saved)
+        return Scores(100 * float(np.mean(np.abs(values - truth))), 100 * float(np.mean(np.abs(method_values - true_methods))),
+                      100 * float(np.mean(np.abs(quantiles - true_quantiles))), float(rho) if np.isfinite(rho) else 0.0,
+                      100 * float(truth.max() - truth[int(np.argmax(values))]), cover, method_cover, quantile_cover, share)
 
-    return score(estimate, lo, hi), score(subset)
+    model = score(est.point, est.quantiles, est.replicates)
+    if design != "uniform":
+        return model, None
+    subset = np.array([y[i, chosen[name]].mean() for i, name in enumerate(names)])
+    return model, score(subset, np.quantile(subset, QS), None)
+
+
+def load_caches(paths: list[Path]) -> dict[str, dict]:
+    """Every grid of the caches, keyed ``<task>:<setting code>``; a key in two caches is an error."""
+    grids: dict[str, dict] = {}
+    for path in paths:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        for key, grid in data["grids"].items():
+            if key in grids:
+                raise SystemExit(f"{path}: grid {key} is also in another cache")
+            grids[key] = {**grid, "metric": grid.get("metric", data.get("metric")), "cache": path.name}
+    return grids
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--cache", type=Path, default=CACHE)
+    parser.add_argument("--cache", type=Path, default=None,
+                        help=f"one cache file (default: every {CACHES} in benchmarks/data)")
+    parser.add_argument("--grids", default="", help="comma list of grid keys to check (default: all)")
     parser.add_argument("--budgets", default="0.05,0.1,0.25")
-    parser.add_argument("--seeds", type=int, default=5, help="budget seeds per budget (default 5)")
-    parser.add_argument("--boot", type=int, default=100, help="item-bootstrap replicates per fit (default 100)")
+    parser.add_argument("--designs", default="uniform,adaptive")
+    parser.add_argument("--seeds", type=int, default=3, help="budget seeds per budget (default 3)")
+    parser.add_argument("--draws", "--boot", dest="draws", type=int, default=300,
+                        help="predictive draws per fit (default 300)")
     parser.add_argument("--min-items", type=int, default=1,
                         help="--budget-min-items of the draws (default 1: the budget alone sets each quota)")
     parser.add_argument("--full-methods", default="null", help="--budget-full-methods of the draws (default null)")
-    parser.add_argument("--rebuild", action="store_true", help="recompute the full grid with instructeval run")
-    parser.add_argument("--from-runs", type=Path, default=None, help="build the cache from this finished sweep folder")
+    parser.add_argument("--rebuild", action="store_true", help="recompute the first cache's full grid with instructeval run")
+    parser.add_argument("--from-runs", type=Path, default=None, help="build --cache from this finished sweep folder")
     parser.add_argument("--model-dir", default=str(ROOT / "models" / "smollm2"))
     parser.add_argument("--data-dir", default=str(ROOT.parent / "shared" / "data"))
     parser.add_argument("--build-only", action="store_true", help="write the cache and stop")
@@ -176,57 +249,97 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     if args.rebuild or args.from_runs:
+        target = args.cache or CACHE
         folder = args.from_runs or rebuild(args.model_dir, args.data_dir, args.work, args.threads)
         data = cache_from_runs(Path(folder))
-        args.cache.parent.mkdir(parents=True, exist_ok=True)
-        args.cache.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-        print(f"cache written: {args.cache} ({sum(len(g['rows']) for g in data['grids'].values())} variants)")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        print(f"cache written: {target} ({sum(len(g['rows']) for g in data['grids'].values())} variants)")
         if args.build_only:
             return 0
-    if not args.cache.exists():
-        print(f"skip: no cache at {args.cache}; build it with --rebuild (or --from-runs DIR)")
+    paths = [args.cache] if args.cache else sorted((HERE / "data").glob(CACHES))
+    paths = [p for p in paths if p.exists()]
+    if not paths:
+        print(f"skip: no cache in {HERE / 'data'}; build one with --rebuild (or --from-runs DIR)")
         return 0
-    data = json.loads(args.cache.read_text(encoding="utf-8"))
+    grids = load_caches(paths)
+    if args.grids:
+        unknown = sorted(set(args.grids.split(",")) - set(grids))
+        if unknown:
+            raise SystemExit(f"--grids: unknown {', '.join(unknown)}; known: {', '.join(sorted(grids))}")
+        grids = {k: grids[k] for k in args.grids.split(",")}
     budgets = [float(b) for b in args.budgets.split(",")]
-    grids = data["grids"]
-    print(f"full grid: {data['model']} {data['metric']}; "
-          + "; ".join(f"{k}: {len(g['rows'])} instructions x {len(g['labels'])} items" for k, g in sorted(grids.items())))
-    header = (f"{'budget':>6} {'grid':<16} {'estimator':<10} {'instr MAE':>9} {'method MAE':>10} {'quant MAE':>9} "
-              f"{'spearman':>8} {'CI cover':>8} {'saved':>6}")
+    designs = [d for d in args.designs.split(",") if d]
+    full_methods = tuple(m for m in args.full_methods.split(",") if m)
+    print(f"full grids ({', '.join(p.name for p in paths)}): "
+          + "; ".join(f"{k} {len(g['rows'])}x{len(g['labels'])}" for k, g in sorted(grids.items())))
+    header = (f"{'budget':>6} {'grid':<16} {'design':<8} {'estimator':<9} {'instr':>6} {'method':>6} {'quant':>6} "
+              f"{'rho':>5} {'regret':>6} {'cov i/m/q':>14} {'share':>6}")
+    print("MAE in accuracy points; regret: exact best minus the exact accuracy of the estimated best")
     print(header)
     print("-" * len(header))
     started = time.monotonic()
-    overall: dict[tuple[float, str], list[Scores]] = {}
+    results: dict[tuple[float, str, str, str], list[Scores]] = {}
     for fraction in budgets:
-        for key in sorted(grids):
-            per = {"irt": [], "subset": []}
-            for seed in range(args.seeds):
-                irt, subset = evaluate_grid(grids[key], fraction, seed, args.boot, key, min_items=args.min_items,
-                                            full_methods=tuple(m for m in args.full_methods.split(",") if m))
-                per["irt"].append(irt)
-                per["subset"].append(subset)
-            for name, scores in per.items():
-                overall.setdefault((fraction, name), []).extend(scores)
-                _row(fraction, key, name, scores)
-        for name in ("irt", "subset"):
-            _row(fraction, "all grids", name, overall[(fraction, name)])
-        print()
-    ten = overall.get((0.1, "irt"))
-    if ten:
-        q = np.mean([s.quantile_mae for s in ten])
-        mm = np.mean([s.method_mae for s in ten])
-        verdict = "MET" if q <= 2 and mm <= 2 else "NOT MET"
-        print(f"target at 10%: quantile MAE {q:.2f} and method-mean MAE {mm:.2f} points (<= 2): {verdict}")
-    print(f"({args.seeds} seeds per budget, {args.boot} bootstrap replicates per fit; {time.monotonic() - started:.0f} s)")
+        for design in designs:
+            for key in sorted(grids):
+                for seed in range(args.seeds):
+                    model, subset = evaluate_grid(grids[key], fraction, seed, args.draws, key, design,
+                                                  min_items=args.min_items, full_methods=full_methods)
+                    results.setdefault((fraction, design, key, "model"), []).append(model)
+                    if subset is not None:
+                        results.setdefault((fraction, design, key, "subset"), []).append(subset)
+                for name in ("model", "subset"):
+                    if (fraction, design, key, name) in results:
+                        _row(fraction, key, design, name, results[(fraction, design, key, name)])
+            for name in ("model", "subset"):
+                pooled = [s for (f, d, _, e), scores in results.items() if f == fraction and d == design and e == name
+                          for s in scores]
+                if pooled:
+                    _row(fraction, "all grids", design, name, pooled)
+            print()
+    _verdicts(results, sorted(grids))
+    print(f"({args.seeds} seeds per budget and design, {args.draws} predictive draws per fit; "
+          f"{time.monotonic() - started:.0f} s)")
     return 0
 
 
-def _row(fraction: float, key: str, name: str, scores: list[Scores]) -> None:
-    mean = lambda field: float(np.mean([getattr(s, field) for s in scores]))  # noqa: E731
-    cover = mean("coverage")
-    print(f"{fraction:>6.0%} {key:<16} {name:<10} {mean('instr_mae'):>9.2f} {mean('method_mae'):>10.2f} "
-          f"{mean('quantile_mae'):>9.2f} {mean('spearman'):>8.3f} {'' if np.isnan(cover) else f'{cover:.0%}':>8} "
-          f"{mean('saved'):>6.0%}")
+def _mean(scores: list[Scores], field: str) -> float:
+    return float(np.nanmean([getattr(s, field) for s in scores])) if scores else float("nan")
+
+
+def _row(fraction: float, key: str, design: str, name: str, scores: list[Scores]) -> None:
+    cover = "/".join("  - " if np.isnan(_mean(scores, f)) else f"{_mean(scores, f):.0%}".rjust(4)
+                     for f in ("coverage", "method_coverage", "quantile_coverage"))
+    print(f"{fraction:>6.0%} {key:<16} {design:<8} {name:<9} {_mean(scores, 'instr_mae'):>6.2f} "
+          f"{_mean(scores, 'method_mae'):>6.2f} {_mean(scores, 'quantile_mae'):>6.2f} {_mean(scores, 'spearman'):>5.2f} "
+          f"{_mean(scores, 'regret'):>6.2f} {cover:>14} {_mean(scores, 'share'):>6.1%}")
+
+
+def _verdicts(results: dict, keys: list[str]) -> None:
+    """The targets of the module doc, per grid, from what was run."""
+    at = lambda f, d, k, e: results.get((f, d, k, e), [])  # noqa: E731
+    if not at(0.1, "uniform", keys[0], "model"):
+        return
+    print("targets at 10% (uniform design, item-response estimates):")
+    failures = []
+    for key in keys:
+        model, subset = at(0.1, "uniform", key, "model"), at(0.1, "uniform", key, "subset")
+        mm, qm, sm = _mean(model, "method_mae"), _mean(model, "quantile_mae"), _mean(subset, "method_mae")
+        bad = [w for w, ok in (("method MAE > 1.0", mm <= 1.0), ("quantile MAE > 1.5", qm <= 1.5),
+                               ("method means worse than the subset's", mm <= sm + 1e-9)) if not ok]
+        failures += [f"{key}: {w}" for w in bad]
+    pooled = [s for k in keys for s in at(0.1, "uniform", k, "model")]
+    coverage = {f: _mean(pooled, f) for f in ("coverage", "method_coverage", "quantile_coverage")}
+    failures += [f"coverage of {f.replace('_coverage', 's') if f != 'coverage' else 'instructions'} {v:.0%} outside 90-97%"
+                 for f, v in coverage.items() if not 0.90 <= v <= 0.97]
+    print("  " + ("MET on every grid" if not failures else "NOT MET: " + "; ".join(failures)))
+    if at(0.05, "adaptive", keys[0], "model"):
+        worse = [key for key in keys
+                 if _mean(at(0.05, "adaptive", key, "model"), "method_mae") > _mean(at(0.1, "uniform", key, "model"), "method_mae") + 1e-9
+                 or _mean(at(0.05, "adaptive", key, "model"), "quantile_mae") > _mean(at(0.1, "uniform", key, "model"), "quantile_mae") + 1e-9]
+        print("adaptive at 5% vs uniform at 10% (method and quantile MAE): "
+              + ("at least as good on every grid" if not worse else f"worse on {len(worse)} of {len(keys)} grids: {', '.join(worse)}"))
 
 
 if __name__ == "__main__":
