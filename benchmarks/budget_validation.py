@@ -85,12 +85,20 @@ def cache_from_runs(folder: Path) -> dict:
             grid["labels"] = ["-"] * len(doc_ids) if generative else _labels(v.samples_path)
         grid["rows"].append({"method": v.method, "instruction": v.instruction,
                              "correct": "".join("1" if x >= 0.5 else "0" for x in values)})
-    plan_file = folder / "sweep.json"
-    plan = json.loads(plan_file.read_text(encoding="utf-8")) if plan_file.is_file() else {}
+    plans = sorted(folder.rglob("sweep.json"))
+    plan = json.loads(plans[0].read_text(encoding="utf-8")) if plans else {}
+    # model files, dtype, and the data files of every task (sweep/identity.py), from the variants themselves
+    identities = [v.metadata.get("run_fingerprint") for v in runs.variants if isinstance(v.metadata.get("run_fingerprint"), dict)]
+    run_fp = None
+    if identities:
+        models = {json.dumps({k: x for k, x in fp.items() if k != "data"}, sort_keys=True) for fp in identities}
+        if len(models) != 1:
+            raise SystemExit(f"{folder}: variants of different models or settings: {sorted(models)}")
+        run_fp = {**json.loads(models.pop()), "data": {k: x for fp in identities for k, x in (fp.get("data") or {}).items()}}
     return {
         "description": "per-item primary metric of every (instruction, item) cell; see benchmarks/budget_validation.py",
         "model": sorted(runs.models),
-        "run_fingerprint": plan.get("run_fingerprint"),  # model files, dtype, data files (sweep/identity.py)
+        "run_fingerprint": run_fp,
         "sweep": {"profile": (plan.get("profile") or {}).get("name"), "methods": plan.get("methods"),
                   "test_sample": (plan.get("profile") or {}).get("test_sample")},
         "grids": grids,
@@ -271,6 +279,10 @@ def main(argv: list[str] | None = None) -> int:
     budgets = [float(b) for b in args.budgets.split(",")]
     designs = [d for d in args.designs.split(",") if d]
     full_methods = tuple(m for m in args.full_methods.split(",") if m)
+    for path in paths:
+        fp = json.loads(path.read_text(encoding="utf-8")).get("run_fingerprint") or {}
+        print(f"{path.name}: model files sha256 {str(fp.get('model_files_sha256'))[:12]}, dtype {fp.get('dtype')}, "
+              f"backend {fp.get('backend')}")
     print(f"full grids ({', '.join(p.name for p in paths)}): "
           + "; ".join(f"{k} {len(g['rows'])}x{len(g['labels'])}" for k, g in sorted(grids.items())))
     header = (f"{'budget':>6} {'grid':<16} {'design':<8} {'estimator':<9} {'instr':>6} {'method':>6} {'quant':>6} "

@@ -111,10 +111,12 @@ class Budget:
         return record
 
     def first_slice(self) -> "Budget":
-        """The uniform budget an adaptive design starts from (``ADAPTIVE_FIRST_SHARE`` of the cells)."""
+        """The uniform budget an adaptive design starts from: ``ADAPTIVE_FIRST_SHARE`` of the fraction
+        and of the minimum items per instruction (at least 1)."""
         if self.design != "adaptive":
             return self
-        return Budget(self.fraction * ADAPTIVE_FIRST_SHARE, seed=self.seed, min_items=1, full_methods=self.full_methods)
+        return Budget(self.fraction * ADAPTIVE_FIRST_SHARE, seed=self.seed,
+                      min_items=max(1, math.ceil(self.min_items * ADAPTIVE_FIRST_SHARE)), full_methods=self.full_methods)
 
 
 def _sorted_classes(labels: Sequence[Hashable]) -> list[Hashable]:

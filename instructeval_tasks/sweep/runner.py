@@ -123,19 +123,23 @@ def apply_budget(plan: list[Variant], metadata: dict[str, dict[str, Any]], class
     grids: dict[str, list[Variant]] = {}
     for variant in plan:
         grids.setdefault(f"{variant.task}:{variant.setting_code}", []).append(variant)
-    cells = size = 0
+    cells = size = first_cells = 0
     for grid, variants in grids.items():
         labels = classes[variants[0].task]
         full = [v.name for v in variants if v.entry.method in budget.full_methods]
         chosen, grid_cells = grid_cells_of([v.name for v in variants], labels, budget, grid, full=full)
         cells += grid_cells
+        first_cells += sum(map(len, chosen.values()))
         size += len(labels) * len(variants)
         for variant in variants:
             record = budget_record(budget, chosen[variant.name], len(labels), grid, grid_cells, len(labels) * len(variants))
             meta = metadata[variant.name]
             meta[BUDGET_KEY] = record
             meta["variant_fingerprint"] = fingerprint({"full": meta["variant_fingerprint"], BUDGET_KEY: record})
-    return {**budget.as_dict(), "grids": len(grids), "cells": cells, "grid_size": size}
+    totals = {**budget.as_dict(), "grids": len(grids), "cells": cells, "grid_size": size}
+    if budget.design == "adaptive":
+        totals["first_cells"] = first_cells
+    return totals
 
 
 def _primary(result: dict[str, Any]) -> tuple[str, float | None]:
@@ -264,8 +268,10 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
         echo(f"budget {budget.fraction:g} (seed {budget.seed}): {budget_totals['cells']:,} of "
              f"{budget_totals['grid_size']:,} (instruction, item) cells "
              f"({budget_totals['cells'] / max(budget_totals['grid_size'], 1):.1%}) in {budget_totals['grids']} "
-             f"(task, setting) grid(s); every instruction >= {min(budget.min_items, min(len(c) for c in classes.values()))} "
-             f"items, every item >= 1 instruction")
+             f"(task, setting) grid(s); every instruction >= {min(budget.first_slice().min_items, min(len(c) for c in classes.values()))} "
+             f"items, every item >= 1 instruction"
+             + (f"; adaptive: {budget_totals['first_cells']:,} now, the rest in {ADAPTIVE_ROUNDS} rounds"
+                if budget.design == "adaptive" else ""))
 
     store = SweepStore(output, label)
     planned = {name: meta["variant_fingerprint"] for name, meta in metadata.items()}

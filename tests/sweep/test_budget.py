@@ -221,6 +221,8 @@ def test_an_adaptive_budget_adds_rounds_of_new_cells_up_to_the_uniform_total(tmp
                            full=[n for n in first if "null" in n])
     assert sum(map(len, cells.values())) == sum(map(len, uniform.values())) == first[next(iter(first))]["meta"]["budget"]["grid_cells"]
     assert any(line.startswith("adaptive round 1 of 2:") for line in lines)
+    assert any(line.endswith(f"adaptive: {sum(len(v['meta']['budget']['items']) for v in first.values())} now, the rest in 2 rounds")
+               for line in lines)
 
     again = run_sweep(output=tmp_path / "a", budget=Budget(0.5, min_items=1, design="adaptive"), **kwargs)
     assert again.evaluated == 0 and again.skipped == len(variants)  # the rounds are re-derived, not re-run
