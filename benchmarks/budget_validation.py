@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import warnings
 import json
 import sys
 import time
@@ -210,7 +211,9 @@ def evaluate_grid(grid: dict, fraction: float, seed: int, n_draws: int, key: str
             method_cover = inside(true_methods, mlo, mhi)
             qlo, qhi = np.quantile(np.quantile(draws, QS, axis=1).T, [0.025, 0.975], axis=0)
             quantile_cover = inside(true_quantiles, qlo, qhi)
-        rho = spearmanr(values, truth).statistic
+        with warnings.catch_warnings():  # a grid whose accuracies are all equal has no ranking (rho reported as 0)
+            warnings.simplefilter("ignore")
+            rho = spearmanr(values, truth).statistic
         return Scores(100 * float(np.mean(np.abs(values - truth))), 100 * float(np.mean(np.abs(method_values - true_methods))),
                       100 * float(np.mean(np.abs(quantiles - true_quantiles))), float(rho) if np.isfinite(rho) else 0.0,
                       100 * float(truth.max() - truth[int(np.argmax(values))]), cover, method_cover, quantile_cover, share)
@@ -317,7 +320,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _mean(scores: list[Scores], field: str) -> float:
-    return float(np.nanmean([getattr(s, field) for s in scores])) if scores else float("nan")
+    values = [getattr(s, field) for s in scores]
+    return float(np.nanmean(values)) if values and not all(np.isnan(values)) else float("nan")
 
 
 def _row(fraction: float, key: str, design: str, name: str, scores: list[Scores]) -> None:
