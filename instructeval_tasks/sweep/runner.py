@@ -270,8 +270,7 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
              f"({budget_totals['cells'] / max(budget_totals['grid_size'], 1):.1%}) in {budget_totals['grids']} "
              f"(task, setting) grid(s); every instruction >= {min(budget.first_slice().min_items, min(len(c) for c in classes.values()))} "
              f"items, every item >= 1 instruction"
-             + (f"; adaptive: {budget_totals['first_cells']:,} now, the rest in {ADAPTIVE_ROUNDS} rounds"
-                if budget.design == "adaptive" else ""))
+             + _adaptive_words(budget, budget_totals))
 
     store = SweepStore(output, label)
     planned = {name: meta["variant_fingerprint"] for name, meta in metadata.items()}
@@ -392,6 +391,15 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
     report.seconds = time.monotonic() - start
     echo(f"sweep finished: {report.evaluated} variants evaluated in {report.seconds:.0f} s -> {store.root}")
     return report
+
+
+def _adaptive_words(budget: Budget, totals: dict[str, Any]) -> str:
+    """The plan line's tail for an adaptive budget: how many cells the first slice takes."""
+    if budget.design != "adaptive":
+        return ""
+    if totals["first_cells"] >= totals["cells"]:  # every item must be covered: few instructions take it all
+        return "; adaptive: every cell in the first slice (too few instructions to leave any for the rounds)"
+    return f"; adaptive: {totals['first_cells']:,} now, the rest in {ADAPTIVE_ROUNDS} rounds"
 
 
 def _adaptive_rounds(runner: Any, first: list[Variant], metadata: dict[str, dict[str, Any]], budget: Budget,
