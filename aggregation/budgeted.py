@@ -110,10 +110,9 @@ def _grid_cells(variants: Sequence[VariantResult], metric: str,
     members: dict[tuple[str, str], list[VariantResult]] = {}
     for v in variants:
         members.setdefault((v.method, v.instruction), []).append(v)
-    rows, cols, ys, observed, row_variants = [], [], [], [], []
+    rows, cols, ys, row_variants = [], [], [], []
     for i, group in enumerate(members.values()):
         seen: set[int] = set()
-        row_values = []
         for v in group:
             if not v.samples_path:
                 issues.error("budget", f"{v.describe()}: budgeted variant without its per-sample log; its accuracy on "
@@ -141,9 +140,6 @@ def _grid_cells(variants: Sequence[VariantResult], metric: str,
             rows.append(np.full(len(doc_ids), i))
             cols.append(doc_ids)
             ys.append(values)
-            row_values.append(values)
-        joined = np.concatenate(row_values) if row_values else np.array([])
-        observed.append(float(joined.mean()) if joined.size else float("nan"))
         row_variants.append(group)
     cells = Cells(
         rows=np.concatenate(rows).astype(int),
@@ -153,6 +149,9 @@ def _grid_cells(variants: Sequence[VariantResult], metric: str,
         n_cols=n_items,
         groups=np.array([methods.index(method) for method, _ in members]),
     )
+    counts = np.bincount(cells.rows, minlength=cells.n_rows)
+    sums = np.bincount(cells.rows, cells.y, minlength=cells.n_rows)
+    observed = [float(total / count) if count else float("nan") for total, count in zip(sums, counts)]
     return cells, observed, row_variants
 
 
@@ -167,6 +166,8 @@ class GridEstimate:
     ci_high: np.ndarray
     p_best: np.ndarray
     quantiles: np.ndarray  # at QUANTILES: the draws' mean, or the point estimates' without draws
+    quantile_low: np.ndarray  # the quantiles' percentile interval over the draws (NaN without)
+    quantile_high: np.ndarray
 
 
 def estimate_grid(cells: Cells, *, n_boot: int, level: float, rng: np.random.Generator) -> GridEstimate:
@@ -175,12 +176,14 @@ def estimate_grid(cells: Cells, *, n_boot: int, level: float, rng: np.random.Gen
     point = instruction_accuracy(fit, cells)
     nan = np.full(cells.n_rows, np.nan)
     if not n_boot:
-        return GridEstimate(fit, point, None, nan, nan, nan, np.quantile(point, QUANTILES))
+        no_q = np.full(len(QUANTILES), np.nan)
+        return GridEstimate(fit, point, None, nan, nan, nan, np.quantile(point, QUANTILES), no_q, no_q)
     draws = predictive_draws(fit, cells, n_boot, rng)
     lo, hi = _percentile_ci(draws, level)
     p_best = np.bincount(np.argmax(draws, axis=1), minlength=cells.n_rows) / n_boot
-    quantiles = np.quantile(draws, QUANTILES, axis=1).mean(axis=1)
-    return GridEstimate(fit, point, draws, lo, hi, p_best, quantiles)
+    per_draw = np.quantile(draws, QUANTILES, axis=1).T  # draws x quantiles
+    q_lo, q_hi = _percentile_ci(per_draw, level)
+    return GridEstimate(fit, point, draws, lo, hi, p_best, per_draw.mean(axis=0), q_lo, q_hi)
 
 
 def estimate_budgeted(
@@ -245,12 +248,9 @@ def estimate_budgeted(
                 m_lo, m_hi = (float(x[0]) for x in _percentile_ci(draws[:, rows].mean(axis=1)[:, None], level))
             method_rows.append({**base, "method": method, "n_instructions": len(rows),
                                 "estimate": float(point[rows].mean()), "ci_low": m_lo, "ci_high": m_hi})
-        q_lo = q_hi = np.full(len(QUANTILES), np.nan)
-        if draws is not None:
-            q_lo, q_hi = _percentile_ci(np.quantile(draws, QUANTILES, axis=1).T, level)
         for k, q in enumerate(QUANTILES):
-            quant_rows.append({**base, "quantile": q, "estimate": float(est.quantiles[k]), "ci_low": float(q_lo[k]),
-                               "ci_high": float(q_hi[k])})
+            quant_rows.append({**base, "quantile": q, "estimate": float(est.quantiles[k]),
+                               "ci_low": float(est.quantile_low[k]), "ci_high": float(est.quantile_high[k])})
         top = int(np.argmax(point))
         best_rows.append({**base, "method": row_variants[top][0].method, "instruction": row_variants[top][0].instruction,
                           "estimate": float(point[top]), "p_best": float(p_best[top])})

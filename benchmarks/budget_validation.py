@@ -154,17 +154,15 @@ def _matrix(grid: dict) -> tuple[np.ndarray, list[str], np.ndarray, list[str]]:
 def choose_cells(grid: dict, key: str, fraction: float, seed: int, design: str, *, min_items: int,
                  full_methods: tuple[str, ...]) -> dict[str, list[int]]:
     """The cells ``instructeval run --budget fraction --budget-design design`` evaluates on this grid."""
-    from instructeval_tasks.sweep.budget import ADAPTIVE_ROUNDS, Budget, assign_cells, next_round_cells
+    from instructeval_tasks.sweep.budget import ADAPTIVE_ROUNDS, Budget, grid_cells_of, next_round_cells
 
     y, names, _, _ = _matrix(grid)
     full = [name for name, row in zip(names, grid["rows"]) if row["method"] in full_methods]
     budget = Budget(fraction, seed=seed, min_items=min_items, full_methods=full_methods, design=design)
-    uniform = assign_cells(names, grid["labels"], dataclasses.replace(budget, design="uniform"), key, full=full)
+    first, target = grid_cells_of(names, grid["labels"], budget, key, full=full)
     if design == "uniform":
-        return uniform
-    target = sum(map(len, uniform.values()))
-    chosen = {name: list(items) for name, items in assign_cells(names, grid["labels"], budget.first_slice(), key,
-                                                                 full=full).items()}
+        return first
+    chosen = {name: list(items) for name, items in first.items()}
     methods = {name: row["method"] for name, row in zip(names, grid["rows"])}
     for r in range(ADAPTIVE_ROUNDS):
         observed = {name: {j: y[i, j] for j in chosen[name]} for i, name in enumerate(names)}
@@ -209,8 +207,7 @@ def evaluate_grid(grid: dict, fraction: float, seed: int, n_draws: int, key: str
             per_method = np.stack([draws[:, method_of == k].mean(axis=1) for k in groups], axis=1)
             mlo, mhi = np.quantile(per_method, [0.025, 0.975], axis=0)
             method_cover = inside(true_methods, mlo, mhi)
-            qlo, qhi = np.quantile(np.quantile(draws, QS, axis=1).T, [0.025, 0.975], axis=0)
-            quantile_cover = inside(true_quantiles, qlo, qhi)
+            quantile_cover = inside(true_quantiles, est.quantile_low, est.quantile_high)
         with warnings.catch_warnings():  # a grid whose accuracies are all equal has no ranking (rho reported as 0)
             warnings.simplefilter("ignore")
             rho = spearmanr(values, truth).statistic

@@ -34,7 +34,8 @@ from .budget import ADAPTIVE_ROUNDS, BUDGET_KEY, Budget, next_round_cells
 from .plan import Variant
 from .store import SweepStore
 
-# The per-sample metric a round fits, first present wins: the aggregation's primary metric.
+# The primary metric, first present wins (the aggregation's choice): what a round fits, what the
+# runner's progress lines show.
 SAMPLE_METRICS = ("acc_per_token", "acc", "quasi_exact_match", "execution_accuracy")
 
 
@@ -57,16 +58,17 @@ def saved_cells(store: SweepStore, name: str) -> dict[int, float]:
 
 
 def plan_round(budget_round: int, first: list[Variant], earlier: dict[str, list[Variant]],
-               metadata: dict[str, dict[str, Any]], store: SweepStore, budget: Budget) -> list[Variant]:
-    """The variants of round ``budget_round`` for the first slice's variants ``first`` (all budgeted).
+               metadata: dict[str, dict[str, Any]], store: SweepStore, budget: Budget) -> dict[str, Variant]:
+    """Round ``budget_round``'s variant of each first-slice variant (of ``first``, all budgeted) that gets cells.
 
     ``earlier[name]`` are the variants of a first-slice variant's earlier rounds (itself included);
-    their cells are read back from ``store``. Adds the new variants' metadata to ``metadata``.
+    their cells are read back from ``store``. Adds the new variants' metadata to ``metadata``;
+    returns them keyed by their first-slice variant's name.
     """
     grids: dict[str, list[Variant]] = {}
     for variant in first:
         grids.setdefault(metadata[variant.name][BUDGET_KEY]["grid"], []).append(variant)
-    new: list[Variant] = []
+    new: dict[str, Variant] = {}
     for _, variants in sorted(grids.items()):
         record = metadata[variants[0].name][BUDGET_KEY]
         observed = {v.name: {item: score for part in earlier[v.name] for item, score in saved_cells(store, part.name).items()}
@@ -84,5 +86,5 @@ def plan_round(budget_round: int, first: list[Variant], earlier: dict[str, list[
             meta["variant_fingerprint"] = fingerprint({"first": metadata[variant.name]["variant_fingerprint"],
                                                        BUDGET_KEY: meta[BUDGET_KEY]})
             metadata[later.name] = meta
-            new.append(later)
+            new[variant.name] = later
     return new

@@ -40,7 +40,7 @@ from __future__ import annotations
 import difflib
 import math
 import random
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Hashable, Sequence
 
 import numpy as np
@@ -186,12 +186,11 @@ def assign_cells(
     return {**everything, **{name: sorted(rows) for name, rows in zip(instructions, cells)}}
 
 
-def budget_record(budget: Budget, items: list[int], n_items: int, grid: str, grid_cells: int, grid_size: int,
-                  *, budget_round: int | None = None) -> dict[str, Any]:
+def budget_record(budget: Budget, items: list[int], n_items: int, grid: str, grid_cells: int, grid_size: int) -> dict[str, Any]:
     """What a budgeted variant's metadata records under ``budget``.
 
-    An adaptive design's variants also record their ``round`` (0: the first, uniform slice);
-    ``grid_cells`` is then the grid's cells at the end of the last round.
+    An adaptive design's first-slice variants also record ``round: 0`` (``adaptive.plan_round``
+    writes the later rounds' records); ``grid_cells`` is then the grid's cells after the last round.
     """
     record = {
         **budget.as_dict(),
@@ -202,7 +201,7 @@ def budget_record(budget: Budget, items: list[int], n_items: int, grid: str, gri
         "grid_size": grid_size,
     }
     if budget.design == "adaptive":
-        record["round"] = int(budget_round or 0)
+        record["round"] = 0
     return record
 
 
@@ -217,8 +216,7 @@ def grid_cells_of(instructions: Sequence[str], labels: Sequence[Hashable], budge
     first = assign_cells(instructions, labels, budget.first_slice(), grid, full=full)
     if budget.design == "uniform":
         return first, sum(map(len, first.values()))
-    uniform = assign_cells(instructions, labels, Budget(budget.fraction, seed=budget.seed, min_items=budget.min_items,
-                                                        full_methods=budget.full_methods), grid, full=full)
+    uniform = assign_cells(instructions, labels, replace(budget, design="uniform"), grid, full=full)
     return first, sum(map(len, uniform.values()))
 
 

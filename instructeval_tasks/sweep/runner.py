@@ -23,7 +23,6 @@ import logging
 import os
 import sys
 import time
-import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -37,6 +36,7 @@ from ..specs import get_spec, resolve_task_names
 from .identity import RUN_FINGERPRINT_KEY, for_task, run_fingerprint
 from .plan import MODEL_ARG_KEYS, Variant, build_plan, fingerprint
 from .profiles import Profile, get_profile
+from .adaptive import SAMPLE_METRICS, plan_round
 from .budget import ADAPTIVE_ROUNDS, BUDGET_KEY, Budget, budget_record, grid_cells_of
 from .chunk import (
     PATH_KEY,
@@ -60,7 +60,7 @@ __all__ = ["SweepOptions", "SweepReport", "parse_model_args", "resolve_names", "
 
 log = logging.getLogger(__name__)
 
-PRIMARY_METRICS = ("acc_per_token,none", "acc,none", "quasi_exact_match,none", "execution_accuracy,none")
+PRIMARY_METRICS = tuple(f"{name},none" for name in SAMPLE_METRICS)  # results keys, first present wins
 
 
 @dataclass
@@ -195,10 +195,11 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
     args_dict = parse_model_args(model_args)
     runner = make_executor(executor, workers=workers, ray_address=ray_address, worker_resources=worker_resources, lm=lm)
     part = ShardSpec.parse(shard)
-    if budget is not None and budget.design == "adaptive" and (executor != "local" or part):
+    adaptive = budget is not None and budget.design == "adaptive"
+    if adaptive and (executor != "local" or part):
         raise UserError("--budget-design adaptive runs on the local executor, without --shard: each round is "
                         "chosen from the scores of all earlier ones")
-    if budget is not None and budget.design == "adaptive" and not log_samples:
+    if adaptive and not log_samples:
         raise UserError("--budget-design adaptive needs the per-sample logs (drop --no-log-samples): each round is "
                         "chosen from the scores of the earlier ones")
     if lm is None:
@@ -348,7 +349,6 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
             if plan or not harness:  # a run of harness tasks only has no InstructEval variant to count
                 echo(f"{what} variants planned, {report.skipped} already done, {len(pending)} to run -> {store.root}")
             announce_stock()
-            adaptive = budget is not None and budget.design == "adaptive"
             if not pending and not stock_pending and not harness_pending and not adaptive:
                 report.seconds = time.monotonic() - start
                 return report
@@ -406,19 +406,13 @@ def _adaptive_rounds(runner: Any, first: list[Variant], metadata: dict[str, dict
                      spec: ModelSpec, prof: Profile, store: SweepStore, report: SweepReport, *,
                      planned: dict[str, str], log_samples: bool, progress: bool, echo: Callable[[str], None]) -> None:
     """The later rounds of an adaptive budget (``adaptive``), each once the earlier ones are saved."""
-    from .adaptive import plan_round
-
-    first = [v for v in first if BUDGET_KEY in metadata[v.name]]
     earlier = {v.name: [v] for v in first}
     for budget_round in range(1, ADAPTIVE_ROUNDS + 1):
-        variants = plan_round(budget_round, first, earlier, metadata, store, budget)
-        new = {v.name: v for v in variants}
-        for variant in first:
-            later = dataclasses.replace(variant, budget_round=budget_round)
-            if later.name in new:
-                earlier[variant.name].append(later)
-        for variant in variants:
+        later = plan_round(budget_round, first, earlier, metadata, store, budget)
+        for name, variant in later.items():
+            earlier[name].append(variant)
             planned[variant.name] = metadata[variant.name]["variant_fingerprint"]
+        variants = list(later.values())
         done = store.finished()
         store.check_conflicts({v.name: planned[v.name] for v in variants}, done,
                               budget=budget.as_dict())
