@@ -16,6 +16,15 @@ Per (model, harness task, placement, n-shot), over the instructions (the null on
   are exchangeable across instructions, so each replicate permutes every item's column of scores;
   the statistic is the between-instruction mean square, ``p = (1 + #{perm >= observed}) / (1 + P)``.
 
+**Budgeted grids** (``--budget``: each instruction on its own cells, the null one on every item):
+the instructions' scores are the item-response model's estimates on the whole grid
+(``item_response.instruction_accuracy``; the null score stays the exact stock score), the
+instruction-effect SD is the median over posterior predictive draws of the whole grid
+(``item_response.predictive_grids``) of the same two-way estimator, and its interval comes from a
+joint bootstrap: replicate b resamples the instructions and items of draw ``b mod D``, so it
+holds both the unevaluated cells' uncertainty and the sampling of instructions and items. The
+permutation test permutes each item's observed scores among the instructions that scored it.
+
 Per (harness task, placement, n-shot) across models (at least 2 models sharing >= 1 instruction):
 the stock ranking of the models, each model's rank range over instructions, the probability that a
 stock-ordered pair flips under a randomly drawn instruction (the share of instructions that flip
@@ -40,13 +49,16 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from instructeval_tasks.item_response import Cells, fit_crossed, instruction_accuracy, predictive_grids
+
 from .bootstrap import rng_for
 from .issues import IssueLog
 from .json_input import BadJson, parse_json_bytes
 from .leaderboard import kendall_tau_b, percentile_of
 from .loading import expand_paths, find_samples, label_from_pretrained, parse_model_args, results_stamp
 from .samples import read_samples
-from .sensitivity_card import SensitivityCard, build_card
+from .sensitivity_card import Measure, SensitivityCard, build_card
+from .sensitivity_measures import mean_square_components
 
 
 @dataclass
@@ -65,6 +77,7 @@ class HarnessResult:
     file: str
     samples_path: str | None
     test_ids: list[int] | None = None
+    budget: dict | None = None  # the variant's ``metadata.budget`` record (its cells), if budgeted
 
 
 def _metric_key(result: dict, config: dict) -> str | None:
@@ -108,12 +121,21 @@ def load_harness_results(paths: Iterable[str], issues: IssueLog, *, samples: boo
                 model=str(model), task=str(record.get("task")), placement=str(record.get("placement", "description")),
                 num_fewshot=int(record.get("num_fewshot") or 0), method=str(record.get("method")),
                 instruction_id=str(record.get("instruction_id")), instruction=str(record.get("instruction", "")),
-                metric=key, value=float(value), file=str(path), samples_path=sample_path, test_ids=record.get("test_ids")))
+                metric=key, value=float(value), file=str(path), samples_path=sample_path, test_ids=record.get("test_ids"),
+                budget=meta.get("budget") if isinstance(meta.get("budget"), dict) else None))
     return out
 
 
 def permutation_p(Y: np.ndarray, *, n_perm: int, seed: str, key: Sequence[Any] = ()) -> float:
-    """p-value of "no instruction matters" for ``Y`` (instructions x items), permuting within items."""
+    """p-value of "no instruction matters" for ``Y`` (instructions x items), permuting within items.
+
+    ``NaN`` marks a cell not evaluated (a budget): each item's observed scores are permuted among
+    the instructions that scored it, and the statistic is ``sum_i n_i (mean_i - mean)^2`` over the
+    observed cells (on a full grid proportional to the between-instruction mean square, so the
+    same p).
+    """
+    if np.isnan(Y).any():
+        return _masked_permutation_p(Y, n_perm=n_perm, seed=seed, key=key)
     n_inst, n_items = Y.shape
 
     def stat(values: np.ndarray) -> np.ndarray:  # between-instruction mean square, per leading axis
@@ -130,6 +152,70 @@ def permutation_p(Y: np.ndarray, *, n_perm: int, seed: str, key: Sequence[Any] =
         permuted = np.take_along_axis(np.broadcast_to(Y, (size, n_inst, n_items)), order, axis=1)
         exceed += int(np.sum(stat(permuted) >= observed - 1e-12))
     return (1 + exceed) / (1 + n_perm)
+
+
+def _masked_permutation_p(Y: np.ndarray, *, n_perm: int, seed: str, key: Sequence[Any]) -> float:
+    observed_mask = ~np.isnan(Y)
+    n_inst, n_items = Y.shape
+    counts = observed_mask.sum(axis=-1)
+    total = observed_mask.sum()
+
+    def stat(values: np.ndarray) -> np.ndarray:  # values: ... x I x J with NaN where not evaluated
+        sums = np.nansum(values, axis=-1)
+        means = sums / np.maximum(counts, 1)
+        grand = sums.sum(axis=-1, keepdims=True) / total
+        return (counts * (means - grand) ** 2).sum(axis=-1)
+
+    observed = float(stat(Y))
+    # each column: its observed rows in ascending order receive its observed values in a random order
+    target = np.argsort(~observed_mask, axis=0, kind="stable")
+    rng = rng_for(seed, "harness-permutation", *key, n_inst, n_items, "masked")
+    exceed = 0
+    batch = max(1, 2_000_000 // max(1, n_inst * n_items))
+    for start in range(0, n_perm, batch):
+        size = min(batch, n_perm - start)
+        keys = np.where(observed_mask[None], rng.random((size, n_inst, n_items)), np.inf)
+        source = np.argsort(keys, axis=1)
+        values = np.take_along_axis(np.broadcast_to(Y, (size, n_inst, n_items)), source, axis=1)
+        permuted = np.empty((size, n_inst, n_items))
+        np.put_along_axis(permuted, np.broadcast_to(target, (size, n_inst, n_items)), values, axis=1)
+        exceed += int(np.sum(stat(permuted) >= observed - 1e-12))
+    return (1 + exceed) / (1 + n_perm)
+
+
+def budgeted_instruction_sd(cells: Cells, *, n_draws: int, n_boot: int, level: float,
+                            rng: np.random.Generator) -> tuple[np.ndarray, Measure, float]:
+    """``(estimated accuracies, instruction-effect SD in points with its interval, item-noise SD in points)``
+    of a budgeted grid (module doc)."""
+    fit = fit_crossed(cells)
+    accuracy = instruction_accuracy(fit, cells)
+    draws = np.concatenate(list(predictive_grids(fit, cells, n_draws, rng)), axis=0).astype(np.float64)
+    between, resid = mean_square_components(draws)
+    estimate = 100.0 * float(np.median(np.sqrt(np.maximum(between, 0.0))))
+    noise = 100.0 * float(np.median(np.sqrt(resid / cells.n_cols)))
+    if n_boot <= 0 or cells.n_rows < 2:
+        return accuracy, Measure(estimate), noise
+    m, n = cells.n_rows, cells.n_cols
+    replicates = []
+    batch = max(1, 2_000_000 // max(1, m * n))
+    for start in range(0, n_boot, batch):
+        size = min(batch, n_boot - start)
+        which = (np.arange(start, start + size) % n_draws)[:, None, None]
+        rows = rng.integers(0, m, size=(size, m))[:, :, None]
+        cols = rng.integers(0, n, size=(size, n))[:, None, :]
+        b_between, _ = mean_square_components(draws[which, rows, cols])
+        replicates.append(100.0 * np.sqrt(np.maximum(b_between, 0.0)))
+    reps = np.concatenate(replicates)
+    low, high = np.quantile(reps, [(1 - level) / 2, 1 - (1 - level) / 2])
+    centre = float(reps.mean())
+    # the card's basic interval: centred on the estimate, widened to hold it, >= 0
+    ci_low = max(0.0, min(estimate - (high - centre), estimate))
+    ci_high = max(0.0, estimate - (low - centre), estimate)
+    return accuracy, Measure(estimate, ci_low, ci_high), noise
+
+
+# Posterior predictive draws of a budgeted grid for its instruction-effect SD.
+BUDGET_DRAWS = 200
 
 
 @dataclass
@@ -153,7 +239,7 @@ class HarnessEffects:
 
 EFFECT_COLUMNS = ["model", "task", "placement", "num_fewshot", "metric", "n_instructions", "n_items", "stock", "min", "median",
                   "max", "stock_percentile", "instruction_sd", "instruction_sd_low", "instruction_sd_high", "item_noise_sd",
-                  "permutation_p"]
+                  "permutation_p", "cells_share"]
 RANK_COLUMNS = ["task", "placement", "num_fewshot", "metric", "n_models", "n_instructions", "stock_ranking", "rank_ranges",
                 "tau_median", "tau_min", "flip_probability_max", "flip_probability_max_low", "flip_probability_max_high",
                 "most_flipped_pair"]
@@ -177,11 +263,24 @@ def harness_effects(results: list[HarnessResult], issues: IssueLog, *, n_boot: i
             issues.warn("harness-metric", f"{where}: variants report different first metrics {sorted(metrics)}; left out")
             continue
         stock = next((r for r in members if r.method == "null"), None)
-        others = [r.value for r in members if r.method != "null"]
-        for r in members:
+        budgeted = any(r.budget for r in members)
+        Y = _item_matrix(members, issues, where, budgeted=budgeted)
+        values = [r.value for r in members]
+        estimated = None
+        if budgeted and Y is not None and len(members) >= 2 and Y.shape[1] >= 2:
+            cells = _cells(Y, members)
+            accuracy, sd, noise = budgeted_instruction_sd(
+                cells, n_draws=BUDGET_DRAWS, n_boot=n_boot, level=level, rng=rng_for(seed, "harness-budget", *key))
+            # observed scores where an instruction scored every item (the null one), estimates elsewhere
+            values = [r.value if np.isfinite(Y[i]).all() else float(accuracy[i]) for i, r in enumerate(members)]
+            estimated = (sd, noise, float(np.isfinite(Y).mean()))
+        elif budgeted:
+            issues.warn("harness-budget", f"{where}: a budgeted grid without its per-item samples: each instruction's "
+                        "score is on its own cells only (not comparable); no estimates", members[0].file)
+        others = [v for r, v in zip(members, values) if r.method != "null"]
+        for r, v in zip(members, values):
             score_rows.append({"model": model, "task": task, "placement": placement, "num_fewshot": shot,
-                               "method": r.method, "instruction": r.instruction_id, "score": r.value})
-        Y = _item_matrix(members, issues, where)
+                               "method": r.method, "instruction": r.instruction_id, "score": v})
         row = {"model": model, "task": task, "placement": placement, "num_fewshot": shot, "metric": members[0].metric,
                "n_instructions": len(members), "n_items": Y.shape[1] if Y is not None else None,
                "stock": stock.value if stock else math.nan,
@@ -189,8 +288,22 @@ def harness_effects(results: list[HarnessResult], issues: IssueLog, *, n_boot: i
                "max": max(others) if others else math.nan,
                "stock_percentile": percentile_of(others, stock.value) if stock and others else math.nan,
                "instruction_sd": math.nan, "instruction_sd_low": math.nan, "instruction_sd_high": math.nan,
-               "item_noise_sd": math.nan, "permutation_p": math.nan}
-        if Y is not None and len(members) >= 2 and Y.shape[1] >= 2:
+               "item_noise_sd": math.nan, "permutation_p": math.nan,
+               "cells_share": estimated[2] if estimated else (math.nan if budgeted else 1.0)}
+        if estimated is not None:
+            sd, noise, _ = estimated
+            card = build_card(model, task, "zero_shot" if shot == 0 else "few_shot",
+                              [(r.method, r.instruction_id) for r in members], None, None,
+                              accuracies=np.asarray(values), n_boot=n_boot, level=level, seed=seed, metric=members[0].metric,
+                              estimated=True, why_no_items="a budgeted grid: see the instruction SD estimated below")
+            card.measures["instruction_sd"] = sd
+            card.measures["item_noise_sd"] = Measure(noise)
+            card.placement = placement
+            cards.append(card)
+            row.update(instruction_sd=sd.value, instruction_sd_low=sd.ci_low if sd.ci_low is not None else math.nan,
+                       instruction_sd_high=sd.ci_high if sd.ci_high is not None else math.nan, item_noise_sd=noise,
+                       permutation_p=permutation_p(Y, n_perm=n_perm, seed=seed, key=key))
+        elif Y is not None and len(members) >= 2 and Y.shape[1] >= 2:
             setting = "zero_shot" if shot == 0 else "few_shot"
             card = build_card(model, task, setting, [(r.method, r.instruction_id) for r in members], Y, None,
                               n_boot=n_boot, level=level, seed=seed, metric=members[0].metric)
@@ -208,7 +321,19 @@ def harness_effects(results: list[HarnessResult], issues: IssueLog, *, n_boot: i
     return HarnessEffects(effects, rankings, scores, pairs, cards)
 
 
-def _item_matrix(members: list[HarnessResult], issues: IssueLog, where: str) -> np.ndarray | None:
+def _cells(Y: np.ndarray, members: list[HarnessResult]) -> Cells:
+    """The observed (non-NaN) cells of ``Y``, instructions grouped by method."""
+    rows, cols = np.nonzero(np.isfinite(Y))
+    methods = sorted({r.method for r in members})
+    return Cells(rows=rows, cols=cols, y=Y[rows, cols], n_rows=Y.shape[0], n_cols=Y.shape[1],
+                 groups=np.asarray([methods.index(r.method) for r in members], dtype=int))
+
+
+def _item_matrix(members: list[HarnessResult], issues: IssueLog, where: str, *, budgeted: bool = False) -> np.ndarray | None:
+    """``instructions x items`` scores; under a budget the items are the recorded ``test_ids`` and a
+    cell an instruction did not evaluate is NaN."""
+    if budgeted:
+        return _budget_matrix(members, issues, where)
     rows, ref = [], None
     for r in members:
         if not r.samples_path:
@@ -227,6 +352,33 @@ def _item_matrix(members: list[HarnessResult], issues: IssueLog, where: str) -> 
             return None
         rows.append(values)
     return np.vstack(rows)
+
+
+def _budget_matrix(members: list[HarnessResult], issues: IssueLog, where: str) -> np.ndarray | None:
+    ids = members[0].test_ids
+    if not ids or any(r.test_ids != ids for r in members):
+        issues.warn("samples-docs", f"{where}: budgeted instructions were planned on different items; no estimates",
+                    members[0].file)
+        return None
+    position = {int(doc): k for k, doc in enumerate(ids)}
+    Y = np.full((len(members), len(ids)), np.nan)
+    for i, r in enumerate(members):
+        if not r.samples_path:
+            issues.warn("no-samples", f"{where}: {r.task}__{r.instruction_id} has no samples file; no estimates", r.file)
+            return None
+        name, _, filt = r.metric.partition(",")
+        try:
+            doc_ids, values, _ = read_samples(r.samples_path, name, filter_name=filt or "none")
+        except Exception as err:  # AggregationError names the file and line
+            issues.warn("bad-samples", f"{where}: {err}; no estimates", r.file)
+            return None
+        unknown = [int(d) for d in doc_ids if int(d) not in position]
+        if unknown:
+            issues.warn("samples-docs", f"{where}: {r.task}__{r.instruction_id} scored rows outside its test_ids "
+                        f"({unknown[:3]}); no estimates", r.samples_path)
+            return None
+        Y[i, [position[int(d)] for d in doc_ids]] = values
+    return Y
 
 
 PAIR_COLUMNS = ["task", "placement", "num_fewshot", "higher", "lower", "stock_gap", "n_instructions", "flip_probability",

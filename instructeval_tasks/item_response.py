@@ -52,6 +52,7 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Iterator
 
 import numpy as np
 
@@ -186,14 +187,14 @@ def instruction_accuracy(fit: CrossedFit, cells: Cells) -> np.ndarray:
     return np.where(observed, scores, fit.probabilities()).mean(axis=1)
 
 
-def predictive_draws(fit: CrossedFit, cells: Cells, n_draws: int, rng: np.random.Generator,
-                     *, batch: int = 100) -> np.ndarray:
-    """``n_draws x n_rows`` accuracies on the full grid, drawn as the module doc says."""
+def predictive_grids(fit: CrossedFit, cells: Cells, n_draws: int, rng: np.random.Generator,
+                     *, batch: int = 100) -> Iterator[np.ndarray]:
+    """Draws of the whole grid, ``batch x n_rows x n_cols`` at a time (``n_draws`` in all): the
+    observed cells as scored, every other cell a Bernoulli outcome drawn as the module doc says."""
     scores, observed = cells.matrices()
     m, n = scores.shape
     cumulative = np.cumsum(fit.item_posterior, axis=1)
     cumulative[:, -1] = 1.0
-    out = np.empty((n_draws, m))
     for start in range(0, n_draws, batch):
         b = min(batch, n_draws - start)
         beta = fit.beta[None, :] + rng.standard_normal((b, fit.beta.size)) / np.sqrt(fit.h_beta)[None, :]
@@ -201,7 +202,17 @@ def predictive_draws(fit: CrossedFit, cells: Cells, n_draws: int, rng: np.random
         points = (rng.random((b, n, 1)) > cumulative[None, :, :]).sum(axis=2)
         p = _sigmoid(logits[:, :, None] + ITEM_GRID[points][:, None, :])
         simulated = rng.random((b, m, n)) < p
-        out[start:start + b] = np.where(observed[None], scores[None], simulated).mean(axis=2)
+        yield np.where(observed[None], scores[None], simulated)
+
+
+def predictive_draws(fit: CrossedFit, cells: Cells, n_draws: int, rng: np.random.Generator,
+                     *, batch: int = 100) -> np.ndarray:
+    """``n_draws x n_rows`` accuracies on the full grid, drawn as the module doc says."""
+    out = np.empty((n_draws, cells.n_rows))
+    start = 0
+    for grids in predictive_grids(fit, cells, n_draws, rng, batch=batch):
+        out[start:start + len(grids)] = grids.mean(axis=2)
+        start += len(grids)
     return out
 
 

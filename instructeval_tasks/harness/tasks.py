@@ -197,8 +197,15 @@ def instructed_config(stock: Mapping[str, Any], *, name: str, instruction: str, 
     return cfg
 
 
-def build_task(config: dict[str, Any], *, data_dir: str | None, user_instruction: str = "", dataset: Any = None):
+def build_task(config: dict[str, Any], *, data_dir: str | None, user_instruction: str = "", dataset: Any = None,
+               cells: list[int] | None = None):
     """A ``ConfigurableTask`` of ``config`` reading its rows from ``data_dir`` (``local_data.yaml``) or the HF hub.
+
+    ``cells`` (a budget): the positions, among the rows given to the harness as ``samples``, that
+    this task scores. Its prompts are still built for every row, in order, and the others'
+    requests dropped before the model runs: the harness draws each row's demos from one seeded
+    generator in row order, so this is how a budgeted row keeps the demos it has in the full grid
+    (and in the null variant, which scores every row).
 
     ``dataset``: the raw splits another variant of the same task already loaded (``task.dataset``),
     used instead of reading them again.
@@ -210,6 +217,25 @@ def build_task(config: dict[str, Any], *, data_dir: str | None, user_instruction
     from lm_eval.api.task import ConfigurableTask
 
     class InstructedHarnessTask(ConfigurableTask):
+        _building = False
+
+        def build_all_requests(self, *args: Any, **kwargs: Any) -> None:
+            self._building = True
+            try:
+                super().build_all_requests(*args, **kwargs)
+            finally:
+                self._building = False
+            if cells is not None:
+                keep = set(cells)
+                self._instances = [inst for inst in self._instances if inst.doc_id in keep]
+
+        def doc_iterator(self, *args: Any, **kwargs: Any):
+            rows = super().doc_iterator(*args, **kwargs)
+            if cells is None or self._building:
+                return rows
+            keep = set(cells)
+            return iter([(doc_id, doc) for doc_id, doc in rows if doc_id in keep])
+
         def fewshot_context(self, doc, num_fewshot, *args: Any, **kwargs: Any):
             template = kwargs.get("chat_template")
             if user_instruction and kwargs.get("apply_chat_template") and template is not None:

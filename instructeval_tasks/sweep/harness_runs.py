@@ -15,6 +15,16 @@ split, as the samples log's ``doc_id``), the data source and a ``replay`` comman
 variant, ``lm_eval --tasks <task> --num_fewshot K --seed 0,1234,1234,1234 --samples '{...}'``
 reproduces its requests on the same rows.
 
+With ``--budget F`` (uniform design) each variant evaluates only its cells of the grid (harness
+task, n-shot) x its items, drawn by ``budget.assign_cells`` as for the nine tasks (balanced over
+the gold answers of a multiple-choice task; the null instruction on every item, so the stock score
+stays exact). The grid's name has no placement in it: an instruction gets the same items in every
+placement and for every model, so placements and models are compared on paired cells. The cells
+are recorded under ``metadata.budget`` (``items``: positions in ``harness.test_ids``) and so in the
+variant's fingerprint; the harness's ``samples`` argument gives each variant its own rows in the
+one harness call: it builds every row's prompt (the demos are drawn row after row from one seeded
+generator) and runs the requests of its cells only, so a cell's request is the full grid's.
+
 Example:
     >>> from instructeval_banks import load_bank
     >>> [e.id for e in task_agnostic_entries(load_bank(), "generic")][:2]
@@ -23,10 +33,12 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
+import logging
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from instructeval_banks.harness_banks import load_harness_banks
 
@@ -43,6 +55,7 @@ from ..harness.tasks import (
     stock_task_config,
 )
 from instructeval_banks.schema import known_tasks
+from .budget import BUDGET_KEY, Budget, assign_cells, budget_record
 from .plan import fingerprint, sample_bank_entries
 
 DOC_IDS = "eval row"
@@ -75,6 +88,7 @@ class HarnessVariant:
     entry: Any
     placement: str
     metadata: dict[str, Any]
+    test_ids: list[int] | None = None  # the task's scored rows, known at plan time under a budget
 
     @property
     def fingerprint(self) -> str:
@@ -93,13 +107,17 @@ def data_identity(task: str, cfg: dict[str, Any], data_dir: str | None) -> dict[
 def plan_harness(text: str, methods: list[str], bank: Any, *, instructions_per_method: int | None, instruction_seed: int,
                  bank_roots: list[str] | None = None,
                  test_sample: int | None, test_seed: int, data_dir: str | None, placements: tuple[str, ...] = ("description",),
-                 fewshot_as_multiturn: bool | None = None, dry_run: bool = False,
+                 fewshot_as_multiturn: bool | None = None, dry_run: bool = False, budget: Budget | None = None,
                  echo: Callable[[str], None] = lambda line: None) -> tuple[list[HarnessVariant], dict[str, dict[str, Any]], dict[str, dict]]:
     """``(variants, data identity per harness task, stock config per harness task)``.
 
     Every check that can fail on the user's input runs here, before the model loads: unknown tasks
-    (did-you-mean), data not found offline, no instruction to run.
+    (did-you-mean), data not found offline, no instruction to run. With ``budget`` each variant's
+    metadata gets its cells (module doc).
     """
+    if budget is not None and budget.design != "uniform":
+        raise UserError("--harness-tasks takes --budget-design uniform only, for now: the adaptive rounds run on "
+                        "InstructEval's own tasks")
     for placement in placements:
         check_placement(placement)
     refs = expand_refs(parse_harness_tasks(text))
@@ -152,7 +170,64 @@ def plan_harness(text: str, methods: list[str], bank: Any, *, instructions_per_m
                     identity = {**record, "data": identities[ref.name]}
                     meta = {"harness": record, "variant_fingerprint": fingerprint({"harness": identity})}
                     variants.append(HarnessVariant(name, ref.name, shot, method, entry, placement, meta))
+    if budget is not None:
+        for ref in refs:
+            _budget_cells([v for v in variants if v.task == ref.name], configs[ref.name], budget, data_dir=data_dir,
+                          test_sample=test_sample, test_seed=test_seed)
     return variants, identities, configs
+
+
+def _budget_cells(variants: list[HarnessVariant], cfg: dict[str, Any], budget: Budget, *, data_dir: str | None,
+                  test_sample: int | None, test_seed: int) -> None:
+    """Record each variant's budget cells (module doc) in its metadata and fingerprint."""
+    if not variants:
+        return
+    with quiet_harness():  # the evaluation's notes about the task's config are printed once, there
+        task = build_task(instructed_config(cfg, name=f"{variants[0].task}__budget", instruction="", num_fewshot=None,
+                                            metadata={}), data_dir=data_dir)
+    ids = scored_ids(task, test_sample, test_seed)
+    ids = list(range(len(task.eval_docs))) if ids is None else ids
+    if task.OUTPUT_TYPE == "multiple_choice":  # balanced over the gold answers, as the items are
+        docs = task.eval_docs
+        labels = [repr(task.doc_to_target(docs[i])) for i in ids]
+    else:
+        labels = [0] * len(ids)
+    keys: dict[str, str] = {}  # instruction key (method/id) -> its row, the same in every placement
+    for v in variants:
+        keys.setdefault(f"{v.method}/{v.entry.id}", v.method)
+    grid = f"harness:{variants[0].task}:{variants[0].num_fewshot}"
+    full = [key for key, method in keys.items() if method in budget.full_methods]
+    chosen = assign_cells(list(keys), labels, budget, grid, full=full)
+    placements = {v.placement for v in variants}
+    grid_cells = sum(map(len, chosen.values())) * len(placements)
+    grid_size = len(ids) * len(variants)
+    for v in variants:
+        record = budget_record(budget, chosen[f"{v.method}/{v.entry.id}"], len(ids), grid, grid_cells, grid_size)
+        v.metadata[BUDGET_KEY] = record
+        v.metadata["variant_fingerprint"] = fingerprint({"full": v.metadata["variant_fingerprint"], BUDGET_KEY: record})
+        v.test_ids = ids
+
+
+@contextlib.contextmanager
+def quiet_harness() -> Iterator[None]:
+    """lm-eval's warnings off for a while (as ``simple_evaluate(verbosity="ERROR")`` turns them off)."""
+    logger = logging.getLogger("lm_eval")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def budget_totals(variants: list[HarnessVariant], budget: Budget) -> dict[str, Any]:
+    """The harness grids' cells under ``budget``: ``{"grids", "cells", "grid_size"}``."""
+    grids: dict[str, tuple[int, int]] = {}
+    for v in variants:
+        record = v.metadata[BUDGET_KEY]
+        grids[f"{v.task}:{v.num_fewshot}"] = (record["grid_cells"], record["grid_size"])
+    return {**budget.as_dict(), "grids": len(grids), "cells": sum(c for c, _ in grids.values()),
+            "grid_size": sum(s for _, s in grids.values())}
 
 
 def check_chat_template(lm: Any, label: str) -> None:
@@ -208,10 +283,17 @@ def evaluate_harness_task(lm: Any, variants: list[HarnessVariant], stock_cfg: di
         meta = {**extra_metadata, **variant.metadata}
         cfg = instructed_config(stock_cfg, name=variant.name, instruction=variant.entry.text,
                                 num_fewshot=variant.num_fewshot, metadata=meta, placement=variant.placement)
-        task = build_task(cfg, data_dir=data_dir, user_instruction=variant.entry.text if placement == "chat-user" else "",
-                          dataset=tasks[0].dataset if tasks else None)  # the task's rows, read once
+        cells = variant.metadata[BUDGET_KEY]["items"] if BUDGET_KEY in variant.metadata else None
+        with quiet_harness() if tasks else contextlib.nullcontext():  # its notes on the task's config: once, not per variant
+            task = build_task(cfg, data_dir=data_dir, user_instruction=variant.entry.text if placement == "chat-user" else "",
+                              dataset=tasks[0].dataset if tasks else None, cells=cells)  # the task's rows, read once
         if not tasks:
             ids = scored_ids(task, variant.metadata["harness"]["test_sample"], variant.metadata["harness"]["test_seed"])
+            if variant.test_ids is not None:  # a budget: its cells were drawn on the rows planned
+                planned_ids, ids = variant.test_ids, ids if ids is not None else list(range(len(task.eval_docs)))
+                if ids != planned_ids:
+                    raise UserError(f"harness task {variant.task}: its rows changed between planning and evaluation "
+                                    "(the data files were modified during the run?); run the command again")
         record = {**variant.metadata["harness"], "test_ids": ids, "eval_size": len(task.eval_docs),
                   "data_source": "local" if data_dir else "hf",
                   "replay": replay_command(variant.task, variant.num_fewshot, ids, chat=chat, multiturn=multiturn)
@@ -219,6 +301,8 @@ def evaluate_harness_task(lm: Any, variants: list[HarnessVariant], stock_cfg: di
         task.config.metadata = {**(task.config.metadata or {}), "harness": record}
         tasks.append(task)
     samples = {t.config.task: ids for t in tasks} if ids is not None else None
+    if samples is None and any(BUDGET_KEY in v.metadata for v in variants):  # cells are positions among the rows
+        samples = {t.config.task: list(range(len(t.eval_docs))) for t in tasks}
     chat_args: dict[str, Any] = {}
     if chat:
         chat_args = {"apply_chat_template": True}

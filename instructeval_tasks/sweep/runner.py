@@ -248,15 +248,15 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
     if o.harness_tasks:
         from .harness_runs import plan_harness
 
-        if executor != "local" or part or budget is not None:
-            raise UserError("--harness-tasks runs on the local executor, without --shard or --budget, for now; "
+        if executor != "local" or part:
+            raise UserError("--harness-tasks runs on the local executor, without --shard, for now; "
                             "run the harness tasks in a separate local run into the same --output")
         harness, identities, harness_configs = plan_harness(
             o.harness_tasks, method_names, bank, instructions_per_method=prof.instructions_per_method,
             bank_roots=[None] + bank_dir.split(os.pathsep) if bank_dir else None,
             instruction_seed=prof.instruction_seed, test_sample=prof.test_sample, test_seed=prof.test_seed,
             data_dir=data_dir, placements=tuple(o.placements), fewshot_as_multiturn=o.fewshot_as_multiturn, dry_run=dry_run,
-            echo=echo)
+            budget=budget, echo=echo)
         run_fp["data"].update({f"harness:{name}": ident for name, ident in identities.items()})
         for variant in harness:
             variant.metadata.update({**model_meta, "model_label": label,
@@ -264,7 +264,7 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
 
     datasets.disable_progress_bars()  # one sweep bar, not one "Map" bar per variant
     classes = preflight(plan, prof, metadata, classes=budget is not None)
-    budget_totals = apply_budget(plan, metadata, classes, budget) if budget is not None else None
+    budget_totals = apply_budget(plan, metadata, classes, budget) if budget is not None and plan else None
     if budget_totals:
         echo(f"budget {budget.fraction:g} (seed {budget.seed}): {budget_totals['cells']:,} of "
              f"{budget_totals['grid_size']:,} (instruction, item) cells "
@@ -272,6 +272,16 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
              f"(task, setting) grid(s); every instruction >= {min(budget.first_slice().min_items, min(len(c) for c in classes.values()))} "
              f"items, every item >= 1 instruction"
              + _adaptive_words(budget, budget_totals))
+
+    harness_totals = None
+    if harness and budget is not None:
+        from .harness_runs import budget_totals
+
+        harness_totals = budget_totals(harness, budget)
+        echo(f"budget {budget.fraction:g} (seed {budget.seed}), harness tasks: {harness_totals['cells']:,} of "
+             f"{harness_totals['grid_size']:,} (instruction, item) cells "
+             f"({harness_totals['cells'] / max(harness_totals['grid_size'], 1):.1%}) in {harness_totals['grids']} task grid(s); "
+             f"{', '.join(budget.full_methods)} on every item")
 
     store = SweepStore(output, label)
     planned = {name: meta["variant_fingerprint"] for name, meta in metadata.items()}
@@ -309,6 +319,7 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
         "leaderboard": [run.metadata["leaderboard"] for run in stock_runs],
         "harness": [{"name": v.name, **v.metadata["harness"]} for v in harness],
         BUDGET_KEY: budget_totals,
+        "harness_budget": harness_totals,
     }
 
     def announce_stock() -> None:
@@ -324,9 +335,11 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
 
     if dry_run:  # reads the folder, writes nothing (no folder, no sweep.json, no lock file)
         pending = resume_state()
-        report = SweepReport(store.root, planned=len(mine), skipped=len(mine) - len(pending), plan=plan_record)
-        echo(f"{what.replace('sweep', 'sweep (dry run)', 1)} variants planned, {report.skipped} already done, "
-             f"{len(pending)} to run -> {store.root}")
+        report = SweepReport(store.root, planned=len(mine) + len(harness),
+                             skipped=len(mine) - len(pending) + len(harness) - len(harness_pending), plan=plan_record)
+        if plan or not harness:  # a run of harness tasks only: announce_stock says what it plans
+            echo(f"{what.replace('sweep', 'sweep (dry run)', 1)} variants planned, {len(mine) - len(pending)} already done, "
+                 f"{len(pending)} to run -> {store.root}")
         announce_stock()
         report.seconds = time.monotonic() - start
         return report
@@ -345,9 +358,10 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
                     echo(f"removed {len(removed)} temporary file(s) left by an interrupted write in {store.root}")
                 pending = resume_state()
                 store.write_plan(plan_record)
-            report = SweepReport(store.root, planned=len(mine), skipped=len(mine) - len(pending), plan=plan_record)
+            report = SweepReport(store.root, planned=len(mine) + len(harness),
+                                 skipped=len(mine) - len(pending) + len(harness) - len(harness_pending), plan=plan_record)
             if plan or not harness:  # a run of harness tasks only has no InstructEval variant to count
-                echo(f"{what} variants planned, {report.skipped} already done, {len(pending)} to run -> {store.root}")
+                echo(f"{what} variants planned, {len(mine) - len(pending)} already done, {len(pending)} to run -> {store.root}")
             announce_stock()
             if not pending and not stock_pending and not harness_pending and not adaptive:
                 report.seconds = time.monotonic() - start

@@ -120,3 +120,89 @@ def test_tied_stock_scores_are_shown_as_ties(tmp_path):
     effects = harness_effects(load_harness_results([str(tmp_path)], issues), issues, n_boot=50, level=0.95, seed="x", n_perm=19)
     rank = effects.rankings.iloc[0].to_dict()
     assert rank["stock_ranking"] == "m1 = m2" and effects.pairs.empty  # no stock-ordered pair to flip
+
+
+# ------------------------------------------------------------------------------------------ budget
+
+
+def _write_budgeted(folder: Path, model: str, task: str, grid: np.ndarray, keep: np.ndarray) -> None:
+    """A budgeted run's files: instruction i (row 0 = null) scored only on the items ``keep[i]``."""
+    out = folder / model
+    out.mkdir(parents=True, exist_ok=True)
+    ids = [10 + 3 * j for j in range(grid.shape[1])]  # eval rows, as test_ids records them
+    results, configs = {}, {}
+    for i in range(grid.shape[0]):
+        iid = "null" if i == 0 else f"generic-{i}"
+        name = f"{task}__{iid}"
+        items = [int(j) for j in np.flatnonzero(keep[i])]
+        results[name] = {"alias": name, "acc,none": float(grid[i, items].mean())}
+        configs[name] = {"task": name, "metric_list": [{"metric": "acc"}], "metadata": {
+            "model_label": model, "budget": {"fraction": 0.3, "seed": 0, "items": items, "n_items": grid.shape[1]},
+            "harness": {"task": task, "num_fewshot": 0, "method": "null" if i == 0 else "generic", "instruction_id": iid,
+                        "instruction": "" if i == 0 else f"text {iid}", "placement": "description", "test_ids": ids}}}
+        lines = [json.dumps({"doc_id": ids[j], "filter": "none", "acc": float(grid[i, j]), "target": "0",
+                             "filtered_resps": [["-1.0", "False"]]}) for j in items]
+        (out / f"samples_{name}_{STAMP}.jsonl").write_text("\n".join(lines) + "\n")
+    (out / f"results_harness__{task}.json").write_text(json.dumps({
+        "results": results, "configs": configs, "config": {"model": "hf", "model_args": f"pretrained={model}"},
+        "versions": {}, "n-shot": {}}))
+
+
+def _synthetic_grid(rng: np.random.Generator, effects: list[float], items: int) -> np.ndarray:
+    difficulty = rng.normal(0, 1.5, items)
+    logits = np.asarray(effects)[:, None] + difficulty[None, :]
+    return (rng.random(logits.shape) < 1 / (1 + np.exp(-logits))).astype(float)
+
+
+def _budget_mask(rng: np.random.Generator, rows: int, items: int, share: float) -> np.ndarray:
+    keep = rng.random((rows, items)) < share
+    keep[0] = True  # the null instruction on every item
+    return keep
+
+
+def test_masked_permutation_test_finds_a_real_effect_and_not_a_null_one():
+    rng = np.random.default_rng(1)
+    strong = _synthetic_grid(rng, [-2, -1, 0, 0.5, 1, 2], 120)
+    flat = _synthetic_grid(rng, [0] * 6, 120)
+    keep = _budget_mask(rng, 6, 120, 0.35)
+    assert permutation_p(np.where(keep, strong, np.nan), n_perm=300, seed="s") < 0.01
+    assert permutation_p(np.where(keep, flat, np.nan), n_perm=300, seed="s") > 0.05
+    # item difficulty alone does not reject: every instruction alike, items from always to never right
+    easy_hard = np.tile(np.r_[np.ones(60), np.zeros(60)], (6, 1))
+    assert permutation_p(np.where(keep, easy_hard, np.nan), n_perm=300, seed="s") == 1.0
+
+
+def test_a_budgeted_grid_is_estimated_not_read_off_its_cells(tmp_path):
+    rng = np.random.default_rng(7)
+    effects = [0.0, -1.5, -0.8, 0.0, 0.6, 1.2, 1.8, -0.3]
+    grid = _synthetic_grid(rng, effects, 150)
+    keep = _budget_mask(rng, len(effects), 150, 0.3)
+    _write_budgeted(tmp_path, "m1", "boolq", grid, keep)
+    issues = IssueLog()
+    results = load_harness_results([str(tmp_path)], issues)
+    out = harness_effects(results, issues, n_boot=300, level=0.95, seed="s", n_perm=300)
+    assert not issues.items, issues.items
+    row = out.effects.iloc[0]
+    full_sd = 100 * instruction_effect_sd(grid)  # what the full grid would say
+    assert row["instruction_sd_low"] <= full_sd <= row["instruction_sd_high"]
+    assert abs(row["instruction_sd"] - full_sd) < 3.0
+    assert row["cells_share"] == pytest.approx(keep.mean())
+    assert row["stock"] == grid[0].mean()  # the null row is every item: exact
+    scores = out.scores.set_index("instruction")["score"]
+    exact = grid.mean(axis=1)
+    subset = np.array([grid[i, keep[i]].mean() for i in range(len(effects))])
+    estimates = np.array([scores["null"]] + [scores[f"generic-{i}"] for i in range(1, len(effects))])
+    assert np.abs(estimates - exact).mean() < np.abs(subset - exact).mean()  # better than the cells' own means
+    assert row["permutation_p"] < 0.01
+    card = out.cards[0]
+    assert card.estimated and card.measures["instruction_sd"].value == row["instruction_sd"]
+
+
+def test_a_budgeted_grid_without_samples_is_flagged(tmp_path):
+    rng = np.random.default_rng(3)
+    grid = _synthetic_grid(rng, [0.0, 1.0, -1.0], 40)
+    _write_budgeted(tmp_path, "m1", "boolq", grid, _budget_mask(rng, 3, 40, 0.3))
+    issues = IssueLog()
+    out = harness_effects(load_harness_results([str(tmp_path)], issues, samples=False), issues, n_boot=50, level=0.95, seed="s")
+    assert any(i.code == "harness-budget" for i in issues.items)
+    assert math.isnan(out.effects.iloc[0]["instruction_sd"]) and math.isnan(out.effects.iloc[0]["cells_share"])

@@ -20,7 +20,9 @@ from instructeval_tasks.harness.tasks import (
     parse_harness_tasks,
     stock_task_config,
 )
+from instructeval_tasks.errors import UserError
 from instructeval_tasks.sweep import run_sweep
+from instructeval_tasks.sweep.budget import Budget
 from instructeval_tasks.sweep.store import SweepStoreError
 
 GSM8K_ROWS = [
@@ -68,7 +70,7 @@ def _entries(out: Path) -> dict[str, dict]:
 
 
 def _samples(out: Path, name: str) -> dict[int, dict]:
-    (path,) = sorted(out.rglob(f"samples_{name}_*.jsonl"))
+    (path,) = sorted(out.rglob(f"samples_{name}_[0-9]*.jsonl"))
     rows = [json.loads(line) for line in path.read_text().splitlines()]
     return {(r["doc_id"], r["filter"]): r for r in rows}
 
@@ -273,3 +275,60 @@ def test_instructeval_task_with_apply_chat_template_has_no_stray_blank_line(tiny
     (path,) = list((tmp_path / "out").rglob("samples_instructeval_agnews_*.jsonl"))
     context = json.loads(path.read_text().splitlines()[0])["arguments"]["gen_args_0"]["arg_0"]
     assert context.startswith("<|system|>Solve the following task:<|end|>\n<|user|>"), context[:200]
+
+
+# ------------------------------------------------------------------------------------------ budget
+
+
+def test_a_budget_gives_each_instruction_its_own_cells_in_the_one_harness_call(tiny_chat_model, harness_data, tmp_path):
+    common = dict(model="hf", model_args=f"pretrained={tiny_chat_model},dtype=float32", tasks=None, methods="null,generic",
+                  profile="quick", overrides={"instructions_per_method": 3, "test_sample": 6}, data_dir=str(harness_data),
+                  device="cpu", progress=False, harness_tasks="hellaswag:1", placements=("description", "chat-system"))
+    full = run_sweep(**common, output=tmp_path / "full")
+    budgeted = run_sweep(**common, output=tmp_path / "budget", budget=Budget(0.25, seed=3, min_items=2))
+    assert full.evaluated == budgeted.evaluated == 8
+    plan = budgeted.plan["harness_budget"]
+    # null on all 6 items in both placements; 3 generic x 2 items x 2 placements
+    assert (plan["cells"], plan["grid_size"]) == (2 * 6 + 3 * 2 * 2, 6 * 8)
+    entries, reference = _entries(tmp_path / "budget"), _entries(tmp_path / "full")
+    cells: dict[str, list[int]] = {}
+    covered: set[int] = set()
+    for name, entry in entries.items():
+        harness, record = entry["meta"]["harness"], entry["meta"]["budget"]
+        ids = [harness["test_ids"][p] for p in record["items"]]
+        assert sorted({doc for doc, _ in _samples(tmp_path / "budget", name)}) == ids
+        if harness["method"] == "null":
+            assert ids == harness["test_ids"] and harness["replay"]
+        else:
+            assert len(ids) == 2
+            covered.update(ids)
+        key = harness["instruction_id"]
+        assert cells.setdefault(key, ids) == ids  # the same cells in both placements
+        # the budget only leaves rows out: each cell's requests (its demos too) and scores are the full grid's
+        for (doc, filt), row in _samples(tmp_path / "budget", name).items():
+            same = _samples(tmp_path / "full", name)[(doc, filt)]
+            assert row["arguments"] == same["arguments"], (name, doc)
+            # the same requests; log-likelihoods equal up to the batch composition's float rounding
+            ours = [float(r[0][0]) for r in row["resps"]]
+            assert ours == pytest.approx([float(r[0][0]) for r in same["resps"]], rel=1e-5), name
+            assert row["acc"] == same["acc"], (name, doc)
+        assert reference[name]["meta"]["harness"]["test_ids"] == harness["test_ids"]
+    assert covered < set(cells["null"]) and len(covered) > 2  # the instructions' cells differ
+    # the aggregation estimates the grid from the cells: one row per placement, null exact
+    from instructeval_aggregation.harness_effects import harness_effects, load_harness_results
+    from instructeval_aggregation.issues import IssueLog
+
+    issues = IssueLog()
+    effects = harness_effects(load_harness_results([str(tmp_path / "budget")], issues), issues, n_boot=50, level=0.95,
+                              seed="s", n_perm=50).effects
+    assert not issues.items, issues.items
+    assert sorted(effects["placement"]) == ["chat-system", "description"]
+    assert list(effects["cells_share"]) == [pytest.approx((6 + 3 * 2) / 24)] * 2
+    assert list(effects["stock"]) == [entries["hellaswag__null__chat-system"]["result"]["acc,none"],
+                                      entries["hellaswag__null"]["result"]["acc,none"]]
+    again = run_sweep(**common, output=tmp_path / "budget", budget=Budget(0.25, seed=3, min_items=2))
+    assert again.evaluated == 0
+    with pytest.raises(SweepStoreError, match="--budget"):
+        run_sweep(**common, output=tmp_path / "budget", dry_run=True)
+    with pytest.raises(UserError, match="uniform only"):
+        run_sweep(**common, output=tmp_path / "x", budget=Budget(0.25, design="adaptive"), dry_run=True)
