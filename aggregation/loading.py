@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from instructeval_tasks.fingerprint import RUN_FINGERPRINT_KEY, SCORING_VERSION
+from instructeval_tasks.options import CHAT_PLACEMENTS
 
 from .catalog import KNOWN_RESULT_METRICS, SETTINGS, TASK_KIND, canonical_method
 from .issues import AggregationError, IssueLog
@@ -308,6 +309,8 @@ def parse_variant(
     else:
         issues.warn("no-model", "no model identity (model_label, pretrained or model_name); using 'unknown'", file, name)
         model = "unknown"
+    if meta.get("placement") in CHAT_PLACEMENTS:  # a chat placement is its own protocol: its own rows
+        model = f"{model}@{meta['placement']}"
     scoring = _scoring_version(meta)
     if scoring is not None and scoring != SCORING_VERSION:
         issues.warn("scoring-version", f"scored under scoring_version {scoring!r}; this release scores under "

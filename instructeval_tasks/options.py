@@ -34,6 +34,12 @@ key                    default  meaning
 ``perturbation_seed``  0        seed of the per-document perturbation RNG (>= 0)
 ``perturbation_mode``  document ``document`` (a string-seeded RNG per document and field) or
                                 ``stream`` (the original's single sequential RNG)
+``placement``          --       where the instruction goes: ``description`` (plain text, no
+                                chat template), ``chat-system`` (the system message; needs
+                                ``--apply_chat_template``), ``chat-user`` (the head of the first
+                                user turn; needs ``--apply_chat_template``); unset: whatever
+                                the harness flags give (no flag: description;
+                                ``--apply_chat_template``: chat-system)
 =====================  =======  ==========================================================
 
 K, the number of demonstrations, is the harness's ``num_fewshot`` (YAML default 6).
@@ -72,7 +78,8 @@ def resolve_data_dir(data_dir: str | None) -> str | None:
 HARNESS_KEYS = frozenset({"version", "instructeval_task", "config_source", "_metadata", "config"})
 # Written by ``instructeval run`` into every variant's metadata for the record (the resume check and
 # the aggregation read them back from the results); the task itself does not act on them.
-RECORD_KEYS = frozenset({"sweep", "variant_fingerprint", "model_label", "run_fingerprint", "budget", "allow_truncation"})
+RECORD_KEYS = frozenset({"sweep", "variant_fingerprint", "model_label", "run_fingerprint", "budget", "allow_truncation",
+                         "fewshot_as_multiturn"})
 
 
 class OptionError(UserError, ValueError):
@@ -132,6 +139,9 @@ def _str(meta: Mapping[str, Any], key: str) -> str | None:
 
 
 ORDER_MODES = ("seeded", "original")
+# Where an instruction goes in the prompt; the chat ones need the model's chat template.
+PLACEMENTS = ("description", "chat-system", "chat-user")
+CHAT_PLACEMENTS = ("chat-system", "chat-user")
 PERTURBATIONS = ("mild_mix",)
 PERTURBATION_MODES = ("document", "stream")
 
@@ -195,6 +205,7 @@ class TaskOptions:
     perturbation: str | None = None
     perturbation_seed: int = 0
     perturbation_mode: str = "document"
+    placement: str | None = None
 
     @classmethod
     def from_metadata(cls, meta: Mapping[str, Any] | None) -> "TaskOptions":
@@ -228,6 +239,7 @@ class TaskOptions:
             perturbation=_choice(meta, "perturbation", PERTURBATIONS, None),
             perturbation_seed=_seed(meta, "perturbation_seed", 0),
             perturbation_mode=_choice(meta, "perturbation_mode", PERTURBATION_MODES, "document"),
+            placement=_choice(meta, "placement", PLACEMENTS, None),
         )
 
     def as_metadata(self) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from . import __version__
 from .data import load_splits
 from .demos import FixedDemoSampler
 from .instruction import resolve_instruction
-from .options import OptionError, TaskOptions
+from .options import CHAT_PLACEMENTS, OptionError, TaskOptions
 from .perturbed import PerturbedText, add_perturbed_fields, perturbation_record
 from .rows import ROW_FIELDS, repeated_rows
 from .sampling import MissingClassError, select_indices, truncate_fields
@@ -97,6 +97,10 @@ class InstructEvalTask(ConfigurableTask):
         self.options = TaskOptions.from_metadata(metadata)
         self.instruction = resolve_instruction(self.options, self.spec)
         self.prompt_description = self.describe(self.instruction)
+        # chat-user: no description (no system turn of ours); the instruction heads the first user turn
+        self._user_instruction = ""
+        if self.options.placement == "chat-user" and self.prompt_description:
+            self._user_instruction, self.prompt_description = self.prompt_description, ""
         config["description"] = self.prompt_description
         # A non-empty process_results tells the harness not to look metrics up by name:
         # this class computes them in process_results() below.
@@ -206,6 +210,24 @@ class InstructEvalTask(ConfigurableTask):
         return super().resolve_field(doc, field)
 
     def fewshot_context(self, doc, num_fewshot, system_instruction=None, apply_chat_template=False, **kwargs):
+        placement = self.options.placement
+        if placement is not None and (placement in CHAT_PLACEMENTS) != bool(apply_chat_template):
+            fix = ("is the plain-text prompt: drop --apply_chat_template, or use placement=chat-system"
+                   if apply_chat_template else "needs the model's chat template: add --apply_chat_template")
+            raise OptionError(f"{self.config.task}: metadata placement={placement} {fix}")
+        if apply_chat_template:  # recorded in the results: which placement the harness flags gave
+            self.config.metadata = {**(self.config.metadata or {}), "placement": placement or "chat-system"}
+        template = kwargs.get("chat_template")
+        if self._user_instruction and apply_chat_template and template is not None:
+            instruction = self._user_instruction
+
+            def with_instruction(messages, *targs, **tkwargs):
+                messages = [dict(m) for m in messages]
+                first = next(i for i, m in enumerate(messages) if m.get("role") == "user")
+                messages[first]["content"] = instruction + messages[first]["content"]
+                return template(messages, *targs, **tkwargs)
+
+            kwargs["chat_template"] = with_instruction
         # The harness joins --system_instruction to the description with a blank line but adds
         # nothing after it; with the null instruction there is no description, so the separator
         # before the first block has to come from here.

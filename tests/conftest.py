@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -469,6 +470,21 @@ def build_tiny_model(out_dir: Path) -> Path:
 def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An offline tiny causal LM that ``lm_eval --model hf --model_args pretrained=<dir>`` loads."""
     return build_tiny_model(tmp_path_factory.mktemp("tiny_model"))
+
+
+CHAT_TEMPLATE = ("{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}<|end|>\n{% endfor %}"
+                 "{% if add_generation_prompt %}<|assistant|>{% endif %}")
+
+
+@pytest.fixture(scope="session")
+def tiny_chat_model(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny model with a chat template (system, user and assistant turns: ``<|role|>...<|end|>``)."""
+    out = tmp_path_factory.mktemp("tiny_chat") / "tiny_chat"
+    shutil.copytree(tiny_model_dir, out)
+    config = json.loads((out / "tokenizer_config.json").read_text())
+    config["chat_template"] = CHAT_TEMPLATE
+    (out / "tokenizer_config.json").write_text(json.dumps(config))
+    return out
 
 
 @pytest.fixture(scope="session")

@@ -24,7 +24,7 @@ def run(args: argparse.Namespace) -> int:
     from instructeval_tasks.output_folder import check_output_folder
 
     check_output_folder(args.out, "--out")  # before the download and conversion
-    out = prepare_model(args.name, args.out, install=args.install)
+    prepare_model(args.name, args.out, install=args.install)
     # the checkpoint is stored in bfloat16; on a CPU without native bf16, float32 runs much faster.
     # The hint is the README's next command: the plugin's backend, the folder as the user gave it.
     print(

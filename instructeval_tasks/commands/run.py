@@ -37,8 +37,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "sweep the null and generic instructions over, each on its own protocol; the null variant is "
                         "the stock task (--data-dir reads local copies, see instructeval_tasks/harness/local_data.yaml)")
     parser.add_argument("--placements", default="description", metavar="P,...",
-                        help="where a harness task's instruction goes, each its own setting: description (no chat "
-                        "template; default), chat-system (the system message), chat-user (head of the first user turn)")
+                        help="where the instruction goes (InstructEval's and the harness tasks), each its own setting: "
+                        "description (no chat template; default), chat-system (the system message), chat-user (head of "
+                        "the first user turn)")
     parser.add_argument("--fewshot-as-multiturn", dest="fewshot_as_multiturn", action="store_true", default=None,
                         help="with a chat placement, demos as user/assistant turns (lm-eval's default)")
     parser.add_argument("--no-fewshot-as-multiturn", dest="fewshot_as_multiturn", action="store_false",

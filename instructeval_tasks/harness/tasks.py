@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import UserError, did_you_mean
+from ..options import PLACEMENTS
 from ..sampling import select_indices
 from .local_data import LocalDataError, local_splits
 
@@ -36,8 +37,6 @@ from .local_data import LocalDataError, local_splits
 # - chat-system: chat template on, the instruction is the system message (where lm_eval
 #   --apply_chat_template puts a description);
 # - chat-user: chat template on, the instruction heads the first user turn.
-PLACEMENTS = ("description", "chat-system", "chat-user")
-CHAT_PLACEMENTS = ("chat-system", "chat-user")
 FEWSHOT_SEED = 1234  # lm_eval.simple_evaluate's default fewshot_random_seed
 
 

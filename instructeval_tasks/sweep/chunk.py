@@ -22,7 +22,7 @@ from .env_info import environment_info_once
 from .plan import Variant, fingerprint
 from .profiles import Profile
 from .window import ALLOW_TRUNCATION_KEY, check_window
-from .validate import parse_model_args
+from .validate import check_chat_template, parse_model_args
 
 
 def variant_config(base: dict[str, Any], variant: Variant, profile: Profile, metadata: dict[str, Any]) -> dict[str, Any]:
@@ -208,11 +208,12 @@ def evaluate_chunk(
             # A budgeted variant evaluates its cells through the harness's own doc selection
             # (``lm_eval --samples``); the logged doc_id stays the item's position in the test sample.
             items = {variant.name: list(budget["items"])} if budget else None
+            chat = chat_arguments(lm, variant)
             # A prompt longer than the window would lose its instruction first: refused, or recorded.
             task.truncation = check_window(task, lm, variant.name, allow=bool(metadata[variant.name].get(ALLOW_TRUNCATION_KEY)),
-                                           doc_ids=items[variant.name] if items else None)
+                                           doc_ids=items[variant.name] if items else None, chat=chat)
             results = lm_eval.simple_evaluate(model=lm, tasks=[task], log_samples=log_samples, verbosity="ERROR",
-                                              task_manager=object_task_manager(), samples=items)
+                                              task_manager=object_task_manager(), samples=items, **chat)
             variant_samples = results.pop("samples", None) or {}
             if log_samples:
                 samples.update(variant_samples)
@@ -220,6 +221,15 @@ def evaluate_chunk(
             if on_variant is not None:
                 on_variant(variant, results, time.monotonic() - started)
     return merge_results(parts), samples
+
+
+def chat_arguments(lm: Any, variant: Variant) -> dict[str, Any]:
+    """``simple_evaluate``'s chat keywords for ``variant``'s placement (none for ``description``);
+    a chat placement on a model without a chat template is refused (one line)."""
+    if variant.placement == "description":
+        return {}
+    check_chat_template(lm)
+    return {"apply_chat_template": True, "fewshot_as_multiturn": variant.fewshot_as_multiturn is not False}
 
 
 def evaluate_job(

@@ -230,14 +230,6 @@ def budget_totals(variants: list[HarnessVariant], budget: Budget) -> dict[str, A
             "grid_size": sum(s for _, s in grids.values())}
 
 
-def check_chat_template(lm: Any, label: str) -> None:
-    """Refuse a chat placement for a model whose tokenizer has no chat template (one line, exit 2)."""
-    tokenizer = getattr(lm, "tokenizer", None)
-    if tokenizer is not None and not getattr(tokenizer, "chat_template", None):
-        raise UserError(f"--placements chat-system/chat-user need a chat template, and model {label} has none "
-                        "(a base model); use --placements description")
-
-
 def replay_command(task: str, num_fewshot: int, ids: list[int] | None, *, chat: bool = False, multiturn: bool | None = None) -> str:
     """The ``lm_eval`` arguments that score the same rows with the same demos (model and data flags aside).
 

@@ -10,8 +10,8 @@ sweep recognises finished variants and refuses results of a different protocol u
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any, Iterable
+from dataclasses import dataclass, replace
+from typing import Any, Iterable, Sequence
 
 from instructeval_banks import Bank, BankEntry, sample_entries
 
@@ -52,6 +52,8 @@ class Variant:
     demo_seed: int | None = None
     order_seed: int | None = None
     budget_round: int = 0  # an adaptive budget's later rounds: more cells of the same instruction and setting
+    placement: str = "description"  # where the instruction goes (options.PLACEMENTS); the chat ones are their own settings
+    fewshot_as_multiturn: bool | None = None  # a chat placement's demos as turns (None: lm-eval's default, yes)
 
     @property
     def chunk(self) -> str:
@@ -71,7 +73,14 @@ class Variant:
     @property
     def name(self) -> str:
         suffix = f"__r{self.budget_round}" if self.budget_round else ""
-        return f"instructeval_{self.task}__{_slug(self.entry.id)}__{self.setting_code}{suffix}"
+        where = "" if self.placement == "description" else f"__{self.placement}"
+        return f"instructeval_{self.task}__{_slug(self.entry.id)}__{self.setting_code}{where}{suffix}"
+
+    @property
+    def grid(self) -> str:
+        """The (task, setting[, placement]) grid of a budget: its instructions x the test items."""
+        where = "" if self.placement == "description" else f"@{self.placement}"
+        return f"{self.task}:{self.setting_code}{where}"
 
     def protocol_metadata(self, profile: Profile, *, bank_dir: str | None, data_dir: str | None) -> dict[str, Any]:
         """The variant's task metadata before model keys; its fingerprint covers all of it."""
@@ -95,6 +104,9 @@ class Variant:
             "data_dir": data_dir,
             "sweep": {**profile.as_dict(), "instruction_text_sha": self.entry.sha},
         }
+        if self.placement != "description":  # the description placement's records stay as they were
+            meta["placement"] = self.placement
+            meta["fewshot_as_multiturn"] = self.fewshot_as_multiturn is not False
         # The fingerprint names what the variant computes, not the sweep around it, so a sweep
         # extended with more selections reuses the variants it already finished.
         identity = {k: v for k, v in meta.items() if k != "sweep"}
@@ -138,15 +150,22 @@ def build_plan(
     bank: Bank,
     *,
     model_label: str | None = None,
+    placements: Sequence[str] = ("description",),
+    fewshot_as_multiturn: bool | None = None,
 ) -> list[Variant]:
-    """Every variant of the sweep, grouped by (task, instruction), in a stable order."""
+    """Every variant of the sweep, grouped by (task, instruction), in a stable order; each setting
+    once per placement."""
     plan: list[Variant] = []
     for task in tasks:
         spec = get_spec(task)
         for method in methods:
             entries = bank.entries(method, spec.name, model_label)
             for entry in sample_bank_entries(entries, profile.instructions_per_method, profile.instruction_seed):
-                plan.extend(settings_for(spec.name, entry, profile))
+                for variant in settings_for(spec.name, entry, profile):
+                    for placement in placements:
+                        chat = placement != "description"
+                        plan.append(replace(variant, placement=placement,
+                                            fewshot_as_multiturn=fewshot_as_multiturn if chat else None))
     for variant in plan:
         if any(sep in variant.entry.id for sep in ("/", "\\")) or variant.entry.id in (".", ".."):
             raise PlanError(

@@ -25,7 +25,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from instructeval_banks import join_bank_dirs, load_layered_bank
 
@@ -54,7 +54,8 @@ from .shards import ClaimingQueue, ShardSpec
 from .sweep_options import SweepOptions
 from .window import ALLOW_TRUNCATION_KEY
 from .store import SweepStore, check_folder_name, check_output, model_label_from_args
-from .validate import SweepOptionError, check_backend, check_batch_size, check_max_batch_size, check_pretrained, parse_model_args, resolve_names
+from .validate import (SweepOptionError, check_backend, check_batch_size, check_chat_template, check_max_batch_size, check_pretrained,
+                       parse_model_args, resolve_names)
 
 __all__ = ["SweepOptions", "SweepReport", "parse_model_args", "resolve_names", "run_sweep"]
 
@@ -122,7 +123,7 @@ def apply_budget(plan: list[Variant], metadata: dict[str, dict[str, Any]], class
     """
     grids: dict[str, list[Variant]] = {}
     for variant in plan:
-        grids.setdefault(f"{variant.task}:{variant.setting_code}", []).append(variant)
+        grids.setdefault(variant.grid, []).append(variant)
     cells = size = first_cells = 0
     for grid, variants in grids.items():
         labels = classes[variants[0].task]
@@ -140,6 +141,20 @@ def apply_budget(plan: list[Variant], metadata: dict[str, dict[str, Any]], class
     if budget.design == "adaptive":
         totals["first_cells"] = first_cells
     return totals
+
+
+def _placements(placements: Sequence[str]) -> tuple[str, ...]:
+    """``--placements``, checked (did-you-mean), duplicates dropped, in the order given."""
+    from ..harness.tasks import check_placement
+
+    out: list[str] = []
+    for placement in placements:
+        check_placement(placement)
+        if placement not in out:
+            out.append(placement)
+    if not out:
+        raise UserError("--placements: give at least one of description, chat-system, chat-user")
+    return tuple(out)
 
 
 def _primary(result: dict[str, Any]) -> tuple[str, float | None]:
@@ -213,7 +228,8 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
     data_dir = str(Path(data_dir).expanduser().resolve()) if data_dir else None
     bank_dir = join_bank_dirs(bank_dir)  # resolved; several directories joined by os.pathsep
 
-    plan = build_plan(task_names, method_names, prof, bank, model_label=label)
+    plan = build_plan(task_names, method_names, prof, bank, model_label=label, placements=_placements(o.placements),
+                      fewshot_as_multiturn=o.fewshot_as_multiturn)
     ii_tasks = [t for t in task_names if get_spec(t).kind == "ii"]
     skipped_settings = [s for s in prof.settings if s != "zero_shot"]
     if ii_tasks and skipped_settings:
@@ -370,9 +386,9 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
             spec = ModelSpec(model, model_args, label, batch_size=batch_size, max_batch_size=max_batch_size, device=device)
             if harness_pending and runner.lm is None:  # one model for the sweep's variants and the harness tasks
                 runner.lm = spec.load()
-            if any(v.placement != "description" for v in harness_pending):
-                from .harness_runs import check_chat_template
-
+            if any(v.placement != "description" for v in pending) and runner.lm is None and executor == "local":
+                runner.lm = spec.load()  # loaded now to check its chat template before anything runs
+            if any(v.placement != "description" for v in [*harness_pending, *pending]) and runner.lm is not None:
                 check_chat_template(runner.lm, label)
             stock = None
             if stock_pending:  # the local executor (checked above): the stock tasks share its model

@@ -113,3 +113,12 @@ def check_batch_size(batch_size: int | str) -> int | str:
 def check_max_batch_size(max_batch_size: int | None) -> None:
     if max_batch_size is not None and max_batch_size < 1:
         raise SweepOptionError(f"--max_batch_size {max_batch_size}: expected a positive integer")
+
+
+def check_chat_template(lm: Any, label: str | None = None) -> None:
+    """Refuse a chat placement for a model whose tokenizer has no chat template (one line, exit 2)."""
+    tokenizer = getattr(lm, "tokenizer", None)
+    if tokenizer is not None and not getattr(tokenizer, "chat_template", None):
+        who = f"model {label}" if label else "the model"
+        raise UserError(f"--placements chat-system/chat-user need a chat template, and {who} has none "
+                        "(a base model); use --placements description")

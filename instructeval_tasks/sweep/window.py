@@ -59,7 +59,7 @@ def _pair_tokens(lm: Any, context: str, continuation: str) -> int:
 _MARGIN = 4
 
 
-def measure(task: Any, lm: Any, doc_ids: Sequence[int] | None = None) -> dict[str, Any] | None:
+def measure(task: Any, lm: Any, doc_ids: Sequence[int] | None = None, *, chat: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """Every request of ``task``'s docs (``doc_ids``: positions in its eval docs; all by default)
     measured against ``lm``'s window: the record of the cut ones, or None when nothing is cut or
     the backend cannot be measured.
@@ -68,6 +68,7 @@ def measure(task: Any, lm: Any, doc_ids: Sequence[int] | None = None) -> dict[st
     request in tokens, and its doc), ``instruction_tokens``, ``instruction_cut`` (docs whose
     instruction lost tokens), and ``cut``: ``[doc_id, tokens cut, "intact" | "partly cut" |
     "cut entirely"]`` per cut doc (the instruction's fate: a left cut reaches it first).
+    ``chat``: ``simple_evaluate``'s chat keywords (a chat placement), the prompt built as it will be.
     """
     window = getattr(lm, "max_length", None)
     if not isinstance(window, int) or not hasattr(lm, "tok_encode"):
@@ -75,14 +76,19 @@ def measure(task: Any, lm: Any, doc_ids: Sequence[int] | None = None) -> dict[st
     docs = list(task.eval_docs)
     positions = range(len(docs)) if doc_ids is None else doc_ids
     k = int(task.config.num_fewshot or 0)
-    description = getattr(task, "prompt_description", "") or ""
+    # the instruction: the description, or (chat-user) the head of the first user turn
+    description = getattr(task, "_user_instruction", "") or getattr(task, "prompt_description", "") or ""
     instruction_tokens = len(lm.tok_encode(description)) if description.strip() else 0
     default_gen = int(getattr(lm, "max_gen_toks", 256) or 256)
+    chat_kwargs: dict[str, Any] = {}
+    if chat and chat.get("apply_chat_template"):
+        chat_kwargs = {"apply_chat_template": True, "fewshot_as_multiturn": bool(chat.get("fewshot_as_multiturn")),
+                       "chat_template": lm.apply_chat_template}
     cuts: list[list[Any]] = []
     longest = (0, None)
     for position in positions:
         doc = docs[position]
-        context = task.fewshot_context(doc, k)
+        context = task.fewshot_context(doc, k, **chat_kwargs)
         requests = task.construct_requests(doc, context, metadata=(task.config.task, position, 1))
         requests = requests if isinstance(requests, list) else [requests]
         worst = 0
@@ -119,9 +125,10 @@ def measure(task: Any, lm: Any, doc_ids: Sequence[int] | None = None) -> dict[st
     }
 
 
-def check_window(task: Any, lm: Any, variant: str, *, allow: bool, doc_ids: Sequence[int] | None = None) -> dict[str, Any] | None:
+def check_window(task: Any, lm: Any, variant: str, *, allow: bool, doc_ids: Sequence[int] | None = None,
+                 chat: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """``measure``, refusing a variant with a cut request unless ``allow`` (then the record is returned)."""
-    record = measure(task, lm, doc_ids)
+    record = measure(task, lm, doc_ids, chat=chat)
     if record is None or allow:
         return record
     longest = record["longest"]

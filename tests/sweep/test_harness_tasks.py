@@ -208,21 +208,6 @@ def test_cli_errors_are_one_line(tmp_path, tiny_model_dir, harness_data):
 
 # ------------------------------------------------------------------------------------------ placements
 
-CHAT_TEMPLATE = ("{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}<|end|>\n{% endfor %}"
-                 "{% if add_generation_prompt %}<|assistant|>{% endif %}")
-
-
-@pytest.fixture(scope="module")
-def tiny_chat_model(tiny_model_dir, tmp_path_factory) -> Path:
-    """The tiny model with a chat template (system, user and assistant turns)."""
-    out = tmp_path_factory.mktemp("tiny_chat") / "tiny_chat"
-    shutil.copytree(tiny_model_dir, out)
-    config = json.loads((out / "tokenizer_config.json").read_text())
-    config["chat_template"] = CHAT_TEMPLATE
-    (out / "tokenizer_config.json").write_text(json.dumps(config))
-    return out
-
-
 def test_chat_placements_put_the_instruction_in_the_system_or_the_first_user_turn(tiny_chat_model, harness_data, tmp_path):
     report = run_sweep(model="hf", model_args=f"pretrained={tiny_chat_model},dtype=float32", tasks=None, methods="null,generic",
                        output=tmp_path, profile="quick", overrides={"instructions_per_method": 1, "test_sample": 2},
@@ -275,6 +260,8 @@ def test_instructeval_task_with_apply_chat_template_has_no_stray_blank_line(tiny
     (path,) = list((tmp_path / "out").rglob("samples_instructeval_agnews_*.jsonl"))
     context = json.loads(path.read_text().splitlines()[0])["arguments"]["gen_args_0"]["arg_0"]
     assert context.startswith("<|system|>Solve the following task:<|end|>\n<|user|>"), context[:200]
+    (results,) = list((tmp_path / "out").rglob("results_*.json"))
+    assert json.loads(results.read_text())["configs"]["instructeval_agnews"]["metadata"]["placement"] == "chat-system"
 
 
 # ------------------------------------------------------------------------------------------ budget
