@@ -38,7 +38,10 @@ import datetime as _dt
 import json
 import logging
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Iterator
+
+from filelock import FileLock, Timeout
 
 from instructeval_banks.harness_banks import load_harness_banks
 
@@ -57,6 +60,7 @@ from ..harness.tasks import (
 from instructeval_banks.schema import known_tasks
 from .budget import BUDGET_KEY, Budget, assign_cells, budget_record
 from .plan import fingerprint, sample_bank_entries
+from .shards import CLAIMS_DIR
 
 DOC_IDS = "eval row"
 
@@ -308,15 +312,59 @@ def evaluate_harness_task(lm: Any, variants: list[HarnessVariant], stock_cfg: di
     return results, samples_out
 
 
+def shard_tasks(variants: list[HarnessVariant], index: int, count: int) -> list[HarnessVariant]:
+    """``--shard index/count``'s harness variants: harness task ``j`` (in plan order) goes to shard ``j mod count``
+    (a task is one harness call, so it is not split)."""
+    order: dict[str, int] = {}
+    for variant in variants:
+        order.setdefault(variant.task, len(order))
+    return [v for v in variants if order[v.task] % count == index]
+
+
+def claimed_tasks(by_task: dict[str, list[HarnessVariant]], claims: Path,
+                  still_pending: Callable[[list[HarnessVariant]], list[HarnessVariant]],
+                  echo: Callable[[str], None]) -> Iterator[tuple[str, list[HarnessVariant]]]:
+    """Each harness task's variants still missing, yielded while this process holds the task's claim
+    (``<output>/<label>/.claims/harness__<task>.lock``, as ``shards.ClaimingQueue`` claims chunks):
+    the free tasks first, then those another process was evaluating (waiting for its claim)."""
+    claims.mkdir(parents=True, exist_ok=True)
+    busy = []
+    for task, members in by_task.items():
+        lock = FileLock(str(claims / f"harness__{task}.lock"))
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            busy.append((task, members))
+            continue
+        try:
+            left = still_pending(members)
+            if left:
+                yield task, left
+        finally:
+            lock.release()
+    for task, members in busy:
+        echo(f"waiting for harness task {task}: another process is evaluating it")
+        with FileLock(str(claims / f"harness__{task}.lock")):
+            left = still_pending(members)
+            if left:
+                yield task, left
+
+
 def run_harness(lm: Any, variants: list[HarnessVariant], configs: dict[str, dict], store: Any, *, data_dir: str | None,
                 extra_metadata: Callable[[HarnessVariant], dict[str, Any]], model: str, args_dict: dict[str, Any], label: str,
                 batch_size: Any, device: str | None, log_samples: bool, write: Callable[[str], None]) -> list:
-    """Evaluate and save the pending variants, one results file per harness task."""
+    """Evaluate and save the pending variants, one results file per harness task, each under its claim
+    (shards and other runs on the same folder never evaluate a task twice)."""
     paths = []
     by_task: dict[str, list[HarnessVariant]] = {}
     for variant in variants:
         by_task.setdefault(variant.task, []).append(variant)
-    for task, members in by_task.items():
+
+    def still_pending(members: list[HarnessVariant]) -> list[HarnessVariant]:
+        done = store.finished()
+        return [v for v in members if v.name not in done]
+
+    for task, members in claimed_tasks(by_task, store.root / CLAIMS_DIR, still_pending, write):
         results, samples = evaluate_harness_task(lm, members, configs[task], data_dir=data_dir,
                                                  extra_metadata=extra_metadata(members[0]), log_samples=log_samples)
         results["config"].update(model=model, model_args=args_dict, batch_size=batch_size, device=device)

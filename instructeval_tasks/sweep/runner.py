@@ -264,9 +264,10 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
     if o.harness_tasks:
         from .harness_runs import plan_harness
 
-        if executor != "local" or part:
-            raise UserError("--harness-tasks runs on the local executor, without --shard, for now; "
-                            "run the harness tasks in a separate local run into the same --output")
+        if executor != "local":
+            raise UserError("--harness-tasks runs on the local executor (its harness calls need the sweep's own model; "
+                            "--shard I/N splits them over processes): run the harness tasks in a separate local run into "
+                            "the same --output")
         harness, identities, harness_configs = plan_harness(
             o.harness_tasks, method_names, bank, instructions_per_method=prof.instructions_per_method,
             bank_roots=[None] + bank_dir.split(os.pathsep) if bank_dir else None,
@@ -277,6 +278,7 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
         for variant in harness:
             variant.metadata.update({**model_meta, "model_label": label,
                                      RUN_FINGERPRINT_KEY: for_task(run_fp, f"harness:{variant.task}")})
+
 
     datasets.disable_progress_bars()  # one sweep bar, not one "Map" bar per variant
     classes = preflight(plan, prof, metadata, classes=budget is not None)
@@ -298,6 +300,11 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
              f"{harness_totals['grid_size']:,} (instruction, item) cells "
              f"({harness_totals['cells'] / max(harness_totals['grid_size'], 1):.1%}) in {harness_totals['grids']} task grid(s); "
              f"{', '.join(budget.full_methods)} on every item")
+
+    if harness and part:  # this shard's harness tasks (each one harness call)
+        from .harness_runs import shard_tasks
+
+        harness = shard_tasks(harness, part.index, part.count)
 
     store = SweepStore(output, label)
     planned = {name: meta["variant_fingerprint"] for name, meta in metadata.items()}

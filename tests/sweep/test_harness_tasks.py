@@ -319,3 +319,39 @@ def test_a_budget_gives_each_instruction_its_own_cells_in_the_one_harness_call(t
         run_sweep(**common, output=tmp_path / "budget", dry_run=True)
     with pytest.raises(UserError, match="uniform only"):
         run_sweep(**common, output=tmp_path / "x", budget=Budget(0.25, design="adaptive"), dry_run=True)
+
+
+# ------------------------------------------------------------------------------------------ shards
+
+
+def test_shards_split_the_harness_tasks_and_together_make_the_whole(harness_sweep, tiny_model_dir, harness_data, tmp_path):
+    whole, _ = harness_sweep
+    common = dict(model="hf", model_args=f"pretrained={tiny_model_dir},dtype=float32", tasks=None, methods="null,generic",
+                  output=tmp_path, profile="quick", overrides={"instructions_per_method": 1, "test_sample": 3},
+                  data_dir=str(harness_data), device="cpu", progress=False,
+                  harness_tasks="hellaswag:2,gsm8k:2,bbh_fewshot_navigate")
+    first = run_sweep(**common, shard="0/2")
+    second = run_sweep(**common, shard="1/2")
+    tasks_of = lambda report: {e["task"] for e in report.plan["harness"]}  # noqa: E731
+    assert tasks_of(first) == {"hellaswag", "bbh_fewshot_navigate"} and tasks_of(second) == {"gsm8k"}
+    assert set(_entries(tmp_path)) == set(_entries(whole)) and first.evaluated + second.evaluated == 6
+    for name, entry in _entries(tmp_path).items():  # the same requests as the unsharded run
+        assert entry["result"] == _entries(whole)[name]["result"], name
+    assert run_sweep(**common).evaluated == 0
+
+
+def test_a_harness_task_claimed_by_another_process_is_taken_last():
+    from filelock import FileLock
+
+    from instructeval_tasks.sweep.harness_runs import claimed_tasks
+
+    root = Path(__import__("tempfile").mkdtemp())
+    held = FileLock(str(root / "harness__a.lock"))
+    held.acquire()
+    seen, lines = [], []
+    tasks = claimed_tasks({"a": ["a1"], "b": ["b1"]}, root, lambda members: members, lines.append)
+    seen.append(next(tasks))
+    held.release()  # the other process finished; this one now takes "a" (nothing saved: still pending)
+    seen.append(next(tasks))
+    assert seen == [("b", ["b1"]), ("a", ["a1"])] and lines == ["waiting for harness task a: another process is evaluating it"]
+    assert next(tasks, None) is None
