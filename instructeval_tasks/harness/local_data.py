@@ -113,11 +113,13 @@ def _derive(row: dict[str, Any], fields: Mapping[str, str] | None) -> dict[str, 
     return out
 
 
-def local_splits(task_name: str, config: Any, data_dir: str) -> tuple[dict[str, list[dict[str, Any]]], dict[str, Any]]:
+def local_splits(task_name: str, config: Any, data_dir: str, *, zero_shot: bool = False
+                 ) -> tuple[dict[str, list[dict[str, Any]]], dict[str, Any]]:
     """``({split: rows}, record)`` of every split ``config`` names, read from ``data_dir``.
 
     ``record`` (for the metadata and the run fingerprint): the entry's dataset, and per split the
-    file and its sha256.
+    file and its sha256. ``zero_shot``: the task draws no demos, so a training split the local copy
+    lacks (ANLI R3's ``train_r3``) is given as empty and recorded as absent; with demos it is an error.
 
     Raises:
         LocalDataError: no entry for the task's dataset, a split the entry does not hold, a missing
@@ -134,6 +136,12 @@ def local_splits(task_name: str, config: Any, data_dir: str) -> tuple[dict[str, 
     rows: dict[str, list[dict[str, Any]]] = {}
     record: dict[str, Any] = {"dataset_path": path, "dataset_name": name, "data_dir": str(data_dir), "files": {}}
     splits = named_splits(config)
+    demo_only = {_field(config, "training_split")} - {_field(config, "validation_split"), _field(config, "test_split"),
+                                                       _field(config, "fewshot_split")}
+    for split in [s for s in splits if s not in files and s in demo_only and zero_shot]:
+        splits.remove(split)
+        rows[split] = []
+        record["files"][split] = {"absent": "0-shot: no demos are drawn from it"}
     for split in splits:  # first what the map cannot give, then what the folder lacks
         if split not in files:
             raise LocalDataError(

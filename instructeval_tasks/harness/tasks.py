@@ -254,7 +254,8 @@ def build_task(config: dict[str, Any], *, data_dir: str | None, user_instruction
                 self.dataset = dataset
                 return
             if data_dir:
-                rows, _ = local_splits(self.config.task, self.config, data_dir)
+                rows, _ = local_splits(self.config.task, self.config, data_dir,
+                                       zero_shot=not int(self.config.num_fewshot or 0))
                 self.dataset = datasets.DatasetDict({split: datasets.Dataset.from_list(r) for split, r in rows.items()})
                 return
             try:

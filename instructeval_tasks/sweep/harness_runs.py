@@ -99,10 +99,10 @@ class HarnessVariant:
         return self.metadata["variant_fingerprint"]
 
 
-def data_identity(task: str, cfg: dict[str, Any], data_dir: str | None) -> dict[str, Any]:
+def data_identity(task: str, cfg: dict[str, Any], data_dir: str | None, *, zero_shot: bool = False) -> dict[str, Any]:
     """What a harness task's rows are: the local files' sha256 (``--data-dir``) or the HF dataset named."""
     if data_dir:
-        _, record = local_splits(task, cfg, data_dir)
+        _, record = local_splits(task, cfg, data_dir, zero_shot=zero_shot)
         return {"source": "local", **record}
     return {"source": "hf", "dataset_path": cfg.get("dataset_path"), "dataset_name": cfg.get("dataset_name"),
             "revision": (cfg.get("dataset_kwargs") or {}).get("revision")}
@@ -146,11 +146,11 @@ def plan_harness(text: str, methods: list[str], bank: Any, *, instructions_per_m
     for ref in refs:
         cfg = stock_task_config(ref.name)
         configs[ref.name] = cfg
-        identities[ref.name] = data_identity(ref.name, cfg, data_dir)
+        shot = ref.num_fewshot if ref.num_fewshot is not None else int(cfg.get("num_fewshot") or 0)
+        identities[ref.name] = data_identity(ref.name, cfg, data_dir, zero_shot=shot == 0)
         if not data_dir and not dry_run:  # the hub's dataset: load it now, so that offline fails before the model loads
             build_task(instructed_config(cfg, name=f"{ref.name}__check", instruction="", num_fewshot=None, metadata={}),
                        data_dir=None)
-        shot = ref.num_fewshot if ref.num_fewshot is not None else int(cfg.get("num_fewshot") or 0)
         for placement in placements:
             for method in methods:
                 for entry in entries_for(method, ref.name):

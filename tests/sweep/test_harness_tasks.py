@@ -118,6 +118,17 @@ def test_local_data_names_what_is_missing(harness_data, tmp_path):
 # ------------------------------------------------------------------------------------------ the sweep
 
 
+def test_a_zero_shot_task_does_not_need_its_training_split(shared_data_dir):
+    # the shared ANLI copy has R3's test split but not its train split: fine 0-shot, an error with demos
+    rows, record = local_splits("anli_r3", stock_task_config("anli_r3"), str(shared_data_dir), zero_shot=True)
+    assert rows["train_r3"] == [] and record["files"]["train_r3"] == {"absent": "0-shot: no demos are drawn from it"}
+    assert len(rows["test_r3"]) == 1200 and record["files"]["test_r3"]["sha256"]
+    with pytest.raises(LocalDataError, match="needs split 'train_r3'"):
+        local_splits("anli_r3", stock_task_config("anli_r3"), str(shared_data_dir))
+    with pytest.raises(LocalDataError, match="needs split 'test_r1'"):  # the evaluated split stays required
+        local_splits("anli_r1", stock_task_config("anli_r1"), str(shared_data_dir), zero_shot=True)
+
+
 def test_each_harness_task_gets_null_and_generic_with_the_instruction_first(harness_sweep):
     out, report = harness_sweep
     entries = _entries(out)
