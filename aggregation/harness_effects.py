@@ -295,10 +295,10 @@ def harness_effects(results: list[HarnessResult], issues: IssueLog, *, n_boot: i
             card = build_card(model, task, "zero_shot" if shot == 0 else "few_shot",
                               [(r.method, r.instruction_id) for r in members], None, None,
                               accuracies=np.asarray(values), n_boot=n_boot, level=level, seed=seed, metric=members[0].metric,
-                              estimated=True, why_no_items="a budgeted grid: see the instruction SD estimated below")
-            card.measures["instruction_sd"] = sd
+                              estimated=True, why_no_items="a budgeted grid: needs every (instruction, item) cell")
+            card.measures["instruction_sd"] = sd  # estimated from the item-response model's draws of the grid
             card.measures["item_noise_sd"] = Measure(noise)
-            card.placement = placement
+            card.placement, card.n_items = placement, int(Y.shape[1])
             cards.append(card)
             row.update(instruction_sd=sd.value, instruction_sd_low=sd.ci_low if sd.ci_low is not None else math.nan,
                        instruction_sd_high=sd.ci_high if sd.ci_high is not None else math.nan, item_noise_sd=noise,
