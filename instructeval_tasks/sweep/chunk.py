@@ -114,6 +114,10 @@ class ChunkJob:
     def names(self) -> list[str]:
         return [v.name for v in self.variants]
 
+    def restricted(self, variants: list[Variant]) -> "ChunkJob":
+        """The same chunk for ``variants`` only (those still missing after another process saved some)."""
+        return chunk_jobs(variants, self.metadata)[0]
+
 
 def chunk_jobs(pending: list[Variant], metadata: dict[str, dict[str, Any]]) -> list[ChunkJob]:
     """The pending variants grouped into chunks, in plan order."""
@@ -245,8 +249,11 @@ def evaluate_job(
     """One chunk, ready to save: ``evaluate_chunk`` plus the run's model settings in ``config``.
 
     The one step every executor runs (in the sweep's process or in a worker); the caller writes
-    the returned (results, samples) through the ``SweepStore``.
+    the returned (results, samples) through the ``SweepStore``. A job of another kind (a harness
+    task's, ``harness_runs.HarnessJob``) evaluates itself.
     """
+    if hasattr(job, "evaluate_with"):
+        return job.evaluate_with(lm, spec, log_samples=log_samples, on_variant=on_variant)
     results, samples = evaluate_chunk(lm, job.variants, profile, job.metadata, bases, log_samples=log_samples,
                                       on_variant=on_variant)
     results["config"].update(model=spec.model, model_args=parse_model_args(spec.model_args),

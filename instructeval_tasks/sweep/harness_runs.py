@@ -34,14 +34,11 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import datetime as _dt
 import json
 import logging
+import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable, Iterator
-
-from filelock import FileLock, Timeout
 
 from instructeval_banks.harness_banks import load_harness_banks
 
@@ -60,7 +57,6 @@ from ..harness.tasks import (
 from instructeval_banks.schema import known_tasks
 from .budget import BUDGET_KEY, Budget, assign_cells, budget_record
 from .plan import fingerprint, sample_bank_entries
-from .shards import CLAIMS_DIR
 
 DOC_IDS = "eval row"
 
@@ -97,6 +93,67 @@ class HarnessVariant:
     @property
     def fingerprint(self) -> str:
         return self.metadata["variant_fingerprint"]
+
+    @property
+    def chunk(self) -> str:
+        """All variants of one harness task are one job (one harness call, one results file)."""
+        return f"harness__{self.task}"
+
+
+@dataclass
+class HarnessJob:
+    """The pending variants of one harness task, evaluated in one harness call: a job for any executor
+    (the local loop, a Ray worker), claimed and saved like a chunk of the nine tasks.
+
+    The progress line of each variant shows the harness call's time shared evenly among its variants
+    (they are evaluated together, so no variant has a time of its own).
+    """
+
+    key: str
+    variants: list[HarnessVariant]
+    config: dict[str, Any]  # the stock task's config
+    data_dir: str | None
+
+    @property
+    def names(self) -> list[str]:
+        return [v.name for v in self.variants]
+
+    @property
+    def metadata(self) -> dict[str, dict[str, Any]]:
+        return {v.name: v.metadata for v in self.variants}
+
+    def restricted(self, variants: list[HarnessVariant]) -> "HarnessJob":
+        """The same job for ``variants`` only (those still missing after another process saved some)."""
+        return harness_jobs(variants, {self.variants[0].task: self.config}, self.data_dir)[0]
+
+    def evaluate_with(self, lm: Any, spec: Any, *, log_samples: bool,
+                      on_variant: Callable[[Any, dict[str, Any], float], None] | None = None
+                      ) -> tuple[dict[str, Any], dict[str, list[dict]]]:
+        """``(results, samples)`` ready to save, as ``chunk.evaluate_job`` returns them."""
+        from .validate import check_chat_template, parse_model_args
+
+        if any(v.placement != "description" for v in self.variants):
+            check_chat_template(lm, spec.label)
+        started = time.monotonic()
+        results, samples = evaluate_harness_task(lm, self.variants, self.config, data_dir=self.data_dir,
+                                                 extra_metadata={}, log_samples=log_samples)
+        results["config"].update(model=spec.model, model_args=parse_model_args(spec.model_args),
+                                 batch_size=spec.batch_size, device=spec.resolved_device())
+        results["model_name"] = spec.label
+        if on_variant is not None:
+            share = (time.monotonic() - started) / len(self.variants)
+            for variant in self.variants:
+                on_variant(variant, results, share)
+        return results, samples
+
+
+def harness_jobs(variants: list[HarnessVariant], configs: dict[str, dict], data_dir: str | None) -> list[HarnessJob]:
+    """One job per harness task, in plan order; the key names the results file (``harness__<task>__<fp>``)."""
+    by_task: dict[str, list[HarnessVariant]] = {}
+    for variant in variants:
+        by_task.setdefault(variant.task, []).append(variant)
+    return [HarnessJob(f"harness__{task}__{fingerprint({'variants': sorted(v.fingerprint for v in members)})[:8]}",
+                       members, configs[task], data_dir) for task, members in by_task.items()]
 
 
 def data_identity(task: str, cfg: dict[str, Any], data_dir: str | None, *, zero_shot: bool = False) -> dict[str, Any]:
@@ -319,64 +376,3 @@ def shard_tasks(variants: list[HarnessVariant], index: int, count: int) -> list[
     for variant in variants:
         order.setdefault(variant.task, len(order))
     return [v for v in variants if order[v.task] % count == index]
-
-
-def claimed_tasks(by_task: dict[str, list[HarnessVariant]], claims: Path,
-                  still_pending: Callable[[list[HarnessVariant]], list[HarnessVariant]],
-                  echo: Callable[[str], None]) -> Iterator[tuple[str, list[HarnessVariant]]]:
-    """Each harness task's variants still missing, yielded while this process holds the task's claim
-    (``<output>/<label>/.claims/harness__<task>.lock``, as ``shards.ClaimingQueue`` claims chunks):
-    the free tasks first, then those another process was evaluating (waiting for its claim)."""
-    claims.mkdir(parents=True, exist_ok=True)
-    busy = []
-    for task, members in by_task.items():
-        lock = FileLock(str(claims / f"harness__{task}.lock"))
-        try:
-            lock.acquire(timeout=0)
-        except Timeout:
-            busy.append((task, members))
-            continue
-        try:
-            left = still_pending(members)
-            if left:
-                yield task, left
-        finally:
-            lock.release()
-    for task, members in busy:
-        echo(f"waiting for harness task {task}: another process is evaluating it")
-        with FileLock(str(claims / f"harness__{task}.lock")):
-            left = still_pending(members)
-            if left:
-                yield task, left
-
-
-def run_harness(lm: Any, variants: list[HarnessVariant], configs: dict[str, dict], store: Any, *, data_dir: str | None,
-                extra_metadata: Callable[[HarnessVariant], dict[str, Any]], model: str, args_dict: dict[str, Any], label: str,
-                batch_size: Any, device: str | None, log_samples: bool, write: Callable[[str], None]) -> list:
-    """Evaluate and save the pending variants, one results file per harness task, each under its claim
-    (shards and other runs on the same folder never evaluate a task twice)."""
-    paths = []
-    by_task: dict[str, list[HarnessVariant]] = {}
-    for variant in variants:
-        by_task.setdefault(variant.task, []).append(variant)
-
-    def still_pending(members: list[HarnessVariant]) -> list[HarnessVariant]:
-        done = store.finished()
-        return [v for v in members if v.name not in done]
-
-    for task, members in claimed_tasks(by_task, store.root / CLAIMS_DIR, still_pending, write):
-        results, samples = evaluate_harness_task(lm, members, configs[task], data_dir=data_dir,
-                                                 extra_metadata=extra_metadata(members[0]), log_samples=log_samples)
-        results["config"].update(model=model, model_args=args_dict, batch_size=batch_size, device=device)
-        results["model_name"] = label
-        stamp = _dt.datetime.now().strftime("%Y-%m-%dT%H-%M-%S.%f")
-        key = f"harness__{task}__{fingerprint({'variants': sorted(v.fingerprint for v in members)})[:8]}"
-        paths.append(store.write_chunk(key, results, samples, stamp))
-        scores = []
-        for v in members:
-            result = results["results"].get(v.name) or {}
-            value = next((x for k, x in result.items() if "," in k and "stderr" not in k and isinstance(x, (int, float))), None)
-            label = v.entry.id if v.placement == "description" else f"{v.entry.id}@{v.placement}"
-            scores.append(f"{label}={value:.3f}" if value is not None else f"{label}=n/a")
-        write(f"done {task} ({members[0].num_fewshot}-shot, {len(members)} instruction(s)): " + ", ".join(scores))
-    return paths

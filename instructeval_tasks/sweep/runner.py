@@ -161,6 +161,9 @@ def _primary(result: dict[str, Any]) -> tuple[str, float | None]:
     for key in PRIMARY_METRICS:
         if key in result:
             return key.split(",")[0], result[key]
+    for key, value in result.items():  # a harness task's own metric, e.g. exact_match,strict-match
+        if "," in key and "_stderr" not in key and isinstance(value, (int, float)) and not isinstance(value, bool):
+            return key, value
     return "?", None
 
 
@@ -264,10 +267,6 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
     if o.harness_tasks:
         from .harness_runs import plan_harness
 
-        if executor != "local":
-            raise UserError("--harness-tasks runs on the local executor (its harness calls need the sweep's own model; "
-                            "--shard I/N splits them over processes): run the harness tasks in a separate local run into "
-                            "the same --output")
         harness, identities, harness_configs = plan_harness(
             o.harness_tasks, method_names, bank, instructions_per_method=prof.instructions_per_method,
             bank_roots=[None] + bank_dir.split(os.pathsep) if bank_dir else None,
@@ -391,11 +390,10 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
                 return report
 
             spec = ModelSpec(model, model_args, label, batch_size=batch_size, max_batch_size=max_batch_size, device=device)
-            if harness_pending and runner.lm is None:  # one model for the sweep's variants and the harness tasks
-                runner.lm = spec.load()
-            if any(v.placement != "description" for v in pending) and runner.lm is None and executor == "local":
+            chat = any(v.placement != "description" for v in [*harness_pending, *pending])
+            if chat and runner.lm is None and executor == "local":
                 runner.lm = spec.load()  # loaded now to check its chat template before anything runs
-            if any(v.placement != "description" for v in [*harness_pending, *pending]) and runner.lm is not None:
+            if chat and runner.lm is not None:
                 check_chat_template(runner.lm, label)
             stock = None
             if stock_pending:  # the local executor (checked above): the stock tasks share its model
@@ -408,20 +406,17 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
                                       log_samples=log_samples, write=echo)
             if adaptive and pending and runner.lm is None:  # one model load for the first slice and the rounds
                 runner.lm = spec.load()
-            if pending or stock_pending:
-                _evaluate_pending(runner, chunk_jobs(pending, metadata), spec, prof, store, report, planned=planned,
+            jobs = chunk_jobs(pending, metadata)
+            if harness_pending:  # lm-eval's own tasks, instructed: one job per task, on the same executor
+                from .harness_runs import harness_jobs
+
+                jobs += harness_jobs(harness_pending, harness_configs, data_dir)
+            if jobs or stock_pending:
+                _evaluate_pending(runner, jobs, spec, prof, store, report, planned=planned,
                                   log_samples=log_samples, progress=progress, echo=echo, stock=stock)
             if adaptive and mine:
                 _adaptive_rounds(runner, mine, metadata, budget, spec, prof, store, report, planned=planned,
                                  log_samples=log_samples, progress=progress, echo=echo)
-            if harness_pending:  # lm-eval's own tasks, instructed, on the same model (local executor)
-                from .harness_runs import run_harness
-
-                files = run_harness(runner.lm, harness_pending, harness_configs, store, data_dir=data_dir,
-                                    extra_metadata=lambda v: {}, model=model, args_dict=args_dict, label=label,
-                                    batch_size=batch_size, device=spec.resolved_device(), log_samples=log_samples, write=echo)
-                report.result_files.extend(files)
-                report.evaluated += len(harness_pending)
     except UserError:  # e.g. the model cannot load: leave no empty folder behind
         store.remove_if_unused(created)
         raise
@@ -495,15 +490,15 @@ def _evaluate_pending(runner: Any, jobs: list[ChunkJob], spec: ModelSpec, prof: 
         stamp = _dt.datetime.now().strftime("%Y-%m-%dT%H-%M-%S.%f")
         report.result_files.append(store.write_chunk(job.key, results, samples, stamp))
         report.evaluated += len(job.variants)
-        if stock is not None:  # the stock counterpart of a task whose variants are now all saved
-            report.result_files.extend(stock.run_ready(job.variants))
+        if stock is not None:  # the stock counterpart of a task whose variants are now all saved (not a harness job's)
+            report.result_files.extend(stock.run_ready([v for v in job.variants if isinstance(v, Variant)]))
 
     def still_pending(job: ChunkJob) -> ChunkJob | None:
         """The job's variants not saved yet (another shard may have saved some); conflicts refused."""
         saved = store.finished(job.variants[0].chunk)
         store.check_conflicts({name: planned[name] for name in job.names}, saved)
         left = [v for v in job.variants if v.name not in saved]
-        return None if not left else job if len(left) == len(job.variants) else chunk_jobs(left, job.metadata)[0]
+        return None if not left else job if len(left) == len(job.variants) else job.restricted(left)
 
     queue = ClaimingQueue(jobs, store.root, still_pending=still_pending, stopping=lambda: stop.requested,
                           echo=lambda line: bar.write(line, file=sys.stderr))

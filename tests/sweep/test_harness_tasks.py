@@ -349,20 +349,3 @@ def test_shards_split_the_harness_tasks_and_together_make_the_whole(harness_swee
     for name, entry in _entries(tmp_path).items():  # the same requests as the unsharded run
         assert entry["result"] == _entries(whole)[name]["result"], name
     assert run_sweep(**common).evaluated == 0
-
-
-def test_a_harness_task_claimed_by_another_process_is_taken_last():
-    from filelock import FileLock
-
-    from instructeval_tasks.sweep.harness_runs import claimed_tasks
-
-    root = Path(__import__("tempfile").mkdtemp())
-    held = FileLock(str(root / "harness__a.lock"))
-    held.acquire()
-    seen, lines = [], []
-    tasks = claimed_tasks({"a": ["a1"], "b": ["b1"]}, root, lambda members: members, lines.append)
-    seen.append(next(tasks))
-    held.release()  # the other process finished; this one now takes "a" (nothing saved: still pending)
-    seen.append(next(tasks))
-    assert seen == [("b", ["b1"]), ("a", ["a1"])] and lines == ["waiting for harness task a: another process is evaluating it"]
-    assert next(tasks, None) is None

@@ -162,3 +162,27 @@ def test_an_unreachable_ray_address_is_one_line_before_anything_runs(tmp_path, t
                                      f"127.0.0.1:{port} within 5 s (Connection refused); start the cluster there "
                                      f"(ray start --head) or fix the address\n"), err
     assert not (tmp_path / "out").exists()
+
+
+def test_harness_tasks_run_on_ray_workers_as_they_run_locally(ray_address, tmp_path, tiny_model_dir, tiny_data_dir):
+    """A harness task is one job (one harness call) for a worker; the files match the local run's."""
+    import json
+
+    def results(out: Path) -> dict[str, dict]:
+        found = {}
+        for path in sorted(out.rglob("results_*.json")):
+            found.update(json.loads(path.read_text())["results"])
+        return found
+
+    common = dict(model="hf", model_args=f"pretrained={tiny_model_dir},dtype=float32", tasks="agnews", methods="null,generic",
+                  profile="quick", overrides=OVERRIDES, data_dir=str(tiny_data_dir), device="cpu", progress=False,
+                  harness_tasks="hellaswag:1")
+    local = run_sweep(**common, output=tmp_path / "local")
+    remote = run_sweep(**common, output=tmp_path / "ray", executor="ray", workers=2)
+    # agnews's variants (null and one generic instruction, 7 settings each), then hellaswag's null and generic
+    assert local.evaluated == remote.evaluated == 14 + 2
+    ours, theirs = results(tmp_path / "ray"), results(tmp_path / "local")
+    assert set(ours) == set(theirs) and "hellaswag__null" in ours
+    for name in theirs:
+        assert {k: v for k, v in ours[name].items() if "stderr" not in k} == \
+               {k: v for k, v in theirs[name].items() if "stderr" not in k}, name
