@@ -51,6 +51,8 @@ def effects_table(effects: HarnessEffects) -> pd.DataFrame:
             "max": _percent(r["max"]), "stock pct": "" if math.isnan(r["stock_percentile"]) else f"{r['stock_percentile']:.0f}",
             "instruction SD": sd, "item noise SD": "" if math.isnan(r["item_noise_sd"]) else f"{r['item_noise_sd']:.1f}",
             "p (no effect)": "" if math.isnan(r["permutation_p"]) else f"{r['permutation_p']:.3f}",
+            "cells": "" if math.isnan(r["cells_share"]) else f"{100 * r['cells_share']:.0f}%"
+            + (" (est.)" if r["cells_share"] < 1 else ""),
         })
     return pd.DataFrame(rows)
 
@@ -65,6 +67,12 @@ def _markdown(frame: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _rounded(frame: pd.DataFrame, decimals: int = 3) -> pd.DataFrame:
+    """Floats shown with ``decimals`` places (the CSV keeps them whole)."""
+    return frame.apply(lambda col: col.map(lambda v: f"{v:.{decimals}f}" if isinstance(v, float) and not math.isnan(v)
+                                           else ("" if isinstance(v, float) else v)))
+
+
 def write_harness_files(effects: HarnessEffects, data_dir: Path, tables_dir: Path) -> list[str]:
     for frame, name in ((effects.effects, "harness_effects"), (effects.rankings, "harness_rankings"),
                         (effects.scores, "harness_scores"), (effects.pairs, "harness_pair_flips")):
@@ -72,8 +80,8 @@ def write_harness_files(effects: HarnessEffects, data_dir: Path, tables_dir: Pat
         (data_dir / f"{name}.csv").write_text(text, encoding="utf-8", newline="\n")
     md = tables_dir / "harness_effects.md"
     md.write_text("## Instructions on the harness's own tasks\n\n" + _markdown(effects_table(effects))
-                  + "\n## Rank stability across models\n\n" + _markdown(effects.rankings)
-                  + "\n## Pair flips\n\n" + _markdown(effects.pairs), encoding="utf-8", newline="\n")
+                  + "\n## Rank stability across models\n\n" + _markdown(_rounded(effects.rankings))
+                  + "\n## Pair flips\n\n" + _markdown(_rounded(effects.pairs)), encoding="utf-8", newline="\n")
     tex = tables_dir / "harness_effects.tex"
     tex.write_text(_latex(effects_table(effects), "Instructions on the harness's own tasks (scores in \\%; SDs in points)"),
                    encoding="utf-8", newline="\n")
@@ -141,7 +149,9 @@ def harness_html(effects: HarnessEffects, figures: dict[str, Path], img: Callabl
              "task's description); the null variant is the stock task. Scores in %; stock pct: the stock score's "
              "mid-rank percentile among the instructions'; instruction SD: the SD of the instructions' true scores "
              "beyond item noise (points, two-way random effects, bootstrap interval over instructions and items); "
-             "p: a within-item permutation test of 'no instruction matters'.</p>",
+             "p: a within-item permutation test of 'no instruction matters'; cells: the share of (instruction, item) "
+             "cells evaluated -- under --budget (est.) the instructions' scores and the SD are item-response "
+             "estimates on every item, the stock score stays exact.</p>",
              "<div class='wide'>" + frame_html(effects_table(effects)) + "</div>"]
     if not effects.rankings.empty:
         parts.append("<h3>Rank stability across models</h3>")

@@ -194,6 +194,18 @@ def _frame_html(frame: pd.DataFrame, caption: str = "", decimals: int = 3) -> st
     return "".join(out)
 
 
+def _harness_overview(aggregates: Aggregates) -> list[str]:
+    """The overview's line for ``--harness-tasks`` results (its own section below), if any."""
+    effects = getattr(aggregates, "harness", None)
+    if effects is None or effects.scores.empty:
+        return []
+    scores = effects.scores
+    return [f"<li>lm-eval's own tasks, instructed: {len(scores)} variants; "
+            f"{scores['model'].nunique()} model(s): {html.escape(', '.join(sorted(scores['model'].unique())))}; "
+            f"{scores['task'].nunique()} task(s): {html.escape(', '.join(sorted(scores['task'].unique())))}; "
+            f"placements: {html.escape(', '.join(sorted(scores['placement'].unique())))}</li>"]
+
+
 def render_html(aggregates: Aggregates, plot_paths: list[Path], plot_note: str = "") -> str:
     """The self-contained HTML report."""
     opts = aggregates.options
@@ -211,6 +223,7 @@ def render_html(aggregates: Aggregates, plot_paths: list[Path], plot_note: str =
         f"<li>{len(summary['methods'])} method(s): {html.escape(', '.join(summary['methods']))}</li>",
         f"<li>{summary['n_variants']} variants, {summary['n_instructions']} (model, task, instruction) rows, "
         f"{len(aggregates.runs)} results file(s)</li>",
+        *_harness_overview(aggregates),
         f"<li>Null-instruction weight in the baseline: {opts.null_weight:g}; SD ddof: {opts.ddof}; "
         f"scale split at {opts.scale_threshold_b:g}B parameters</li>",
         f"<li>Per-sample logs: {html.escape(aggregates.samples_note)}</li>",
