@@ -292,9 +292,9 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
 
     harness_totals = None
     if harness and budget is not None:
-        from .harness_runs import budget_totals
+        from .harness_runs import budget_totals as harness_budget_totals  # not this function's budget_totals
 
-        harness_totals = budget_totals(harness, budget)
+        harness_totals = harness_budget_totals(harness, budget)
         echo(f"budget {budget.fraction:g} (seed {budget.seed}), harness tasks: {harness_totals['cells']:,} of "
              f"{harness_totals['grid_size']:,} (instruction, item) cells "
              f"({harness_totals['cells'] / max(harness_totals['grid_size'], 1):.1%}) in {harness_totals['grids']} task grid(s); "

@@ -286,6 +286,8 @@ def test_a_budget_gives_each_instruction_its_own_cells_in_the_one_harness_call(t
     budgeted = run_sweep(**common, output=tmp_path / "budget", budget=Budget(0.25, seed=3, min_items=2))
     assert full.evaluated == budgeted.evaluated == 8
     plan = budgeted.plan["harness_budget"]
+    assert budgeted.plan["budget"] is None  # no InstructEval grid in this run (the harness grids are under harness_budget)
+    assert json.loads(next((tmp_path / "budget").rglob("sweep.json")).read_text())["harness_budget"] == plan
     # null on all 6 items in both placements; 3 generic x 2 items x 2 placements
     assert (plan["cells"], plan["grid_size"]) == (2 * 6 + 3 * 2 * 2, 6 * 8)
     entries, reference = _entries(tmp_path / "budget"), _entries(tmp_path / "full")
