@@ -57,7 +57,7 @@ from .json_input import BadJson, parse_json_bytes
 from .leaderboard import kendall_tau_b, percentile_of
 from .loading import expand_paths, find_samples, label_from_pretrained, parse_model_args, results_stamp
 from .samples import read_samples
-from .sensitivity_card import Measure, SensitivityCard, build_card
+from .sensitivity_card import Measure, SensitivityCard, basic_interval, build_card
 from .sensitivity_measures import mean_square_components
 
 
@@ -205,12 +205,7 @@ def budgeted_instruction_sd(cells: Cells, *, n_draws: int, n_boot: int, level: f
         cols = rng.integers(0, n, size=(size, n))[:, None, :]
         b_between, _ = mean_square_components(draws[which, rows, cols])
         replicates.append(100.0 * np.sqrt(np.maximum(b_between, 0.0)))
-    reps = np.concatenate(replicates)
-    low, high = np.quantile(reps, [(1 - level) / 2, 1 - (1 - level) / 2])
-    centre = float(reps.mean())
-    # the card's basic interval: centred on the estimate, widened to hold it, >= 0
-    ci_low = max(0.0, min(estimate - (high - centre), estimate))
-    ci_high = max(0.0, estimate - (low - centre), estimate)
+    ci_low, ci_high = basic_interval("instruction_sd", estimate, np.concatenate(replicates), level)
     return accuracy, Measure(estimate, ci_low, ci_high), noise
 
 
@@ -329,6 +324,21 @@ def _cells(Y: np.ndarray, members: list[HarnessResult]) -> Cells:
                  groups=np.asarray([methods.index(r.method) for r in members], dtype=int))
 
 
+def _member_scores(r: HarnessResult, issues: IssueLog, where: str, consequence: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(doc ids, scores)`` of one variant's samples log under its metric and filter; None (with a
+    warning ending in ``consequence``) when it has none or cannot be read."""
+    if not r.samples_path:
+        issues.warn("no-samples", f"{where}: {r.task}__{r.instruction_id} has no samples file; {consequence}", r.file)
+        return None
+    name, _, filt = r.metric.partition(",")
+    try:
+        doc_ids, values, _ = read_samples(r.samples_path, name, filter_name=filt or "none")
+    except Exception as err:  # AggregationError names the file and line
+        issues.warn("bad-samples", f"{where}: {err}; {consequence}", r.file)
+        return None
+    return doc_ids, values
+
+
 def _item_matrix(members: list[HarnessResult], issues: IssueLog, where: str, *, budgeted: bool = False) -> np.ndarray | None:
     """``instructions x items`` scores; under a budget the items are the recorded ``test_ids`` and a
     cell an instruction did not evaluate is NaN."""
@@ -336,15 +346,10 @@ def _item_matrix(members: list[HarnessResult], issues: IssueLog, where: str, *, 
         return _budget_matrix(members, issues, where)
     rows, ref = [], None
     for r in members:
-        if not r.samples_path:
-            issues.warn("no-samples", f"{where}: {r.task}__{r.instruction_id} has no samples file; no item-level effects", r.file)
+        scored = _member_scores(r, issues, where, "no item-level effects")
+        if scored is None:
             return None
-        name, _, filt = r.metric.partition(",")
-        try:
-            doc_ids, values, _ = read_samples(r.samples_path, name, filter_name=filt or "none")
-        except Exception as err:  # AggregationError names the file and line
-            issues.warn("bad-samples", f"{where}: {err}; no item-level effects", r.file)
-            return None
+        doc_ids, values = scored
         if ref is None:
             ref = doc_ids
         elif not np.array_equal(ref, doc_ids):
@@ -363,15 +368,10 @@ def _budget_matrix(members: list[HarnessResult], issues: IssueLog, where: str) -
     position = {int(doc): k for k, doc in enumerate(ids)}
     Y = np.full((len(members), len(ids)), np.nan)
     for i, r in enumerate(members):
-        if not r.samples_path:
-            issues.warn("no-samples", f"{where}: {r.task}__{r.instruction_id} has no samples file; no estimates", r.file)
+        scored = _member_scores(r, issues, where, "no estimates")
+        if scored is None:
             return None
-        name, _, filt = r.metric.partition(",")
-        try:
-            doc_ids, values, _ = read_samples(r.samples_path, name, filter_name=filt or "none")
-        except Exception as err:  # AggregationError names the file and line
-            issues.warn("bad-samples", f"{where}: {err}; no estimates", r.file)
-            return None
+        doc_ids, values = scored
         unknown = [int(d) for d in doc_ids if int(d) not in position]
         if unknown:
             issues.warn("samples-docs", f"{where}: {r.task}__{r.instruction_id} scored rows outside its test_ids "

@@ -338,17 +338,11 @@ def _bootstrap(measures, setting, Y, LL, acc, selection_rows, permutational, wor
         for name in draws:
             if name in values:
                 draws[name].append(np.asarray(values[name], dtype=np.float64))
-    tail = (1.0 - level) / 2.0
     for name, parts in draws.items():
         reps = np.concatenate(parts) if parts else np.array([])
         reps = reps[np.isfinite(reps)]
         if len(reps) >= max(10, n_boot // 2):
-            low, high = np.quantile(reps, [tail, 1.0 - tail])
-            centre, estimate = float(reps.mean()), float(measures[name].value)
-            # A skewed, lumpy replicate distribution (few items, a minimum at 0) can push both ends
-            # past the estimate: the interval is widened to hold it.
-            lo, hi = _clip(name, min(estimate - (high - centre), estimate), max(estimate - (low - centre), estimate))
-            measures[name].ci_low, measures[name].ci_high = lo, hi
+            measures[name].ci_low, measures[name].ci_high = basic_interval(name, float(measures[name].value), reps, level)
     resampled = ["instructions", "items"] if Y is not None else ["instructions"]
     return {"replicates": n_boot, "level": level, "seed": seed, "resampled": resampled, "method": BOOTSTRAP_METHOD}
 
@@ -356,6 +350,17 @@ def _bootstrap(measures, setting, Y, LL, acc, selection_rows, permutational, wor
 BOOTSTRAP_METHOD = ("two-way bootstrap (instructions and items drawn independently with replacement); interval: "
                     "the estimate minus the replicates' deviations from their mean, widened to hold the estimate, "
                     "clipped to the measure's range")
+
+
+def basic_interval(name: str, estimate: float, reps: np.ndarray, level: float) -> tuple[float, float]:
+    """The card's interval for measure ``name`` from bootstrap replicates ``reps`` (``BOOTSTRAP_METHOD``):
+    ``[m - (q_hi - mean*), m - (q_lo - mean*)]``, widened to hold ``estimate``, clipped to the range."""
+    tail = (1.0 - level) / 2.0
+    low, high = np.quantile(reps, [tail, 1.0 - tail])
+    centre = float(reps.mean())
+    # A skewed, lumpy replicate distribution (few items, a minimum at 0) can push both ends
+    # past the estimate: the interval is widened to hold it.
+    return _clip(name, min(estimate - (high - centre), estimate), max(estimate - (low - centre), estimate))
 
 
 def _clip(name: str, low: float, high: float) -> tuple[float, float]:
