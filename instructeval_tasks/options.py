@@ -142,6 +142,23 @@ ORDER_MODES = ("seeded", "original")
 # Where an instruction goes in the prompt; the chat ones need the model's chat template.
 PLACEMENTS = ("description", "chat-system", "chat-user")
 CHAT_PLACEMENTS = ("chat-system", "chat-user")
+
+
+def first_user_turn_prefixed(chat_template: Any, prefix: str) -> Any:
+    """``chat_template`` (the harness's ``lm.apply_chat_template``) with ``prefix`` put at the head of
+    the first user turn: the ``chat-user`` placement.
+
+        >>> render = first_user_turn_prefixed(lambda messages, **kw: messages, "Be brief. ")
+        >>> render([{"role": "system", "content": "s"}, {"role": "user", "content": "Q"}])[1]["content"]
+        'Be brief. Q'
+    """
+    def render(messages, *args: Any, **kwargs: Any):
+        messages = [dict(m) for m in messages]
+        first = next(i for i, m in enumerate(messages) if m.get("role") == "user")
+        messages[first]["content"] = prefix + messages[first]["content"]
+        return chat_template(messages, *args, **kwargs)
+
+    return render
 PERTURBATIONS = ("mild_mix",)
 PERTURBATION_MODES = ("document", "stream")
 

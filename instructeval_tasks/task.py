@@ -27,7 +27,7 @@ from . import __version__
 from .data import load_splits
 from .demos import FixedDemoSampler
 from .instruction import resolve_instruction
-from .options import CHAT_PLACEMENTS, OptionError, TaskOptions
+from .options import CHAT_PLACEMENTS, OptionError, TaskOptions, first_user_turn_prefixed
 from .perturbed import PerturbedText, add_perturbed_fields, perturbation_record
 from .rows import ROW_FIELDS, repeated_rows
 from .sampling import MissingClassError, select_indices, truncate_fields
@@ -219,15 +219,7 @@ class InstructEvalTask(ConfigurableTask):
             self.config.metadata = {**(self.config.metadata or {}), "placement": placement or "chat-system"}
         template = kwargs.get("chat_template")
         if self._user_instruction and apply_chat_template and template is not None:
-            instruction = self._user_instruction
-
-            def with_instruction(messages, *targs, **tkwargs):
-                messages = [dict(m) for m in messages]
-                first = next(i for i, m in enumerate(messages) if m.get("role") == "user")
-                messages[first]["content"] = instruction + messages[first]["content"]
-                return template(messages, *targs, **tkwargs)
-
-            kwargs["chat_template"] = with_instruction
+            kwargs["chat_template"] = first_user_turn_prefixed(template, self._user_instruction)
         # The harness joins --system_instruction to the description with a blank line but adds
         # nothing after it; with the null instruction there is no description, so the separator
         # before the first block has to come from here.

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import UserError, did_you_mean
-from ..options import PLACEMENTS
+from ..options import PLACEMENTS, first_user_turn_prefixed
 from ..sampling import select_indices
 from .local_data import LocalDataError, local_splits
 
@@ -238,15 +238,7 @@ def build_task(config: dict[str, Any], *, data_dir: str | None, user_instruction
         def fewshot_context(self, doc, num_fewshot, *args: Any, **kwargs: Any):
             template = kwargs.get("chat_template")
             if user_instruction and kwargs.get("apply_chat_template") and template is not None:
-                delimiter = self.config.fewshot_delimiter
-
-                def with_instruction(messages, *targs: Any, **tkwargs: Any):
-                    messages = [dict(m) for m in messages]
-                    first = next(i for i, m in enumerate(messages) if m.get("role") == "user")
-                    messages[first]["content"] = user_instruction + delimiter + messages[first]["content"]
-                    return template(messages, *targs, **tkwargs)
-
-                kwargs["chat_template"] = with_instruction
+                kwargs["chat_template"] = first_user_turn_prefixed(template, user_instruction + self.config.fewshot_delimiter)
             return super().fewshot_context(doc, num_fewshot, *args, **kwargs)
 
         def download(self, dataset_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:

@@ -253,9 +253,10 @@ def evaluate_job(
     task's, ``harness_runs.HarnessJob``) evaluates itself.
     """
     if hasattr(job, "evaluate_with"):
-        return job.evaluate_with(lm, spec, log_samples=log_samples, on_variant=on_variant)
-    results, samples = evaluate_chunk(lm, job.variants, profile, job.metadata, bases, log_samples=log_samples,
-                                      on_variant=on_variant)
+        results, samples = job.evaluate_with(lm, spec, log_samples=log_samples, on_variant=on_variant)
+    else:
+        results, samples = evaluate_chunk(lm, job.variants, profile, job.metadata, bases, log_samples=log_samples,
+                                          on_variant=on_variant)
     results["config"].update(model=spec.model, model_args=parse_model_args(spec.model_args),
                              batch_size=spec.batch_size, device=spec.resolved_device())
     results["model_name"] = spec.label

@@ -47,7 +47,6 @@ from ..harness.local_data import local_splits
 from ..harness.tasks import (
     FEWSHOT_SEED,
     build_task,
-    check_placement,
     expand_refs,
     instructed_config,
     parse_harness_tasks,
@@ -129,17 +128,14 @@ class HarnessJob:
     def evaluate_with(self, lm: Any, spec: Any, *, log_samples: bool,
                       on_variant: Callable[[Any, dict[str, Any], float], None] | None = None
                       ) -> tuple[dict[str, Any], dict[str, list[dict]]]:
-        """``(results, samples)`` ready to save, as ``chunk.evaluate_job`` returns them."""
-        from .validate import check_chat_template, parse_model_args
+        """``(results, samples)`` of the harness call (``chunk.evaluate_job`` adds the run's model settings)."""
+        from .validate import check_chat_template
 
         if any(v.placement != "description" for v in self.variants):
             check_chat_template(lm, spec.label)
         started = time.monotonic()
         results, samples = evaluate_harness_task(lm, self.variants, self.config, data_dir=self.data_dir,
                                                  extra_metadata={}, log_samples=log_samples)
-        results["config"].update(model=spec.model, model_args=parse_model_args(spec.model_args),
-                                 batch_size=spec.batch_size, device=spec.resolved_device())
-        results["model_name"] = spec.label
         if on_variant is not None:
             share = (time.monotonic() - started) / len(self.variants)
             for variant in self.variants:
@@ -179,8 +175,6 @@ def plan_harness(text: str, methods: list[str], bank: Any, *, instructions_per_m
     if budget is not None and budget.design != "uniform":
         raise UserError("--harness-tasks takes --budget-design uniform only, for now: the adaptive rounds run on "
                         "InstructEval's own tasks")
-    for placement in placements:
-        check_placement(placement)
     refs = expand_refs(parse_harness_tasks(text))
     agnostic = {m: task_agnostic_entries(bank, m) for m in methods}
     harness_banks = load_harness_banks(bank_roots)
@@ -200,14 +194,17 @@ def plan_harness(text: str, methods: list[str], bank: Any, *, instructions_per_m
     variants: list[HarnessVariant] = []
     identities: dict[str, dict[str, Any]] = {}
     configs: dict[str, dict] = {}
+    stock_tasks: dict[str, Any] = {}
     for ref in refs:
         cfg = stock_task_config(ref.name)
         configs[ref.name] = cfg
         shot = ref.num_fewshot if ref.num_fewshot is not None else int(cfg.get("num_fewshot") or 0)
         identities[ref.name] = data_identity(ref.name, cfg, data_dir, zero_shot=shot == 0)
-        if not data_dir and not dry_run:  # the hub's dataset: load it now, so that offline fails before the model loads
-            build_task(instructed_config(cfg, name=f"{ref.name}__check", instruction="", num_fewshot=None, metadata={}),
-                       data_dir=None)
+        # the hub's dataset is loaded now, so that offline fails before the model loads; a budget needs the rows
+        if budget is not None or (not data_dir and not dry_run):
+            with quiet_harness():  # the evaluation's notes about the task's config are printed once, there
+                stock_tasks[ref.name] = build_task(instructed_config(cfg, name=f"{ref.name}__plan", instruction="",
+                                                                     num_fewshot=None, metadata={}), data_dir=data_dir)
         for placement in placements:
             for method in methods:
                 for entry in entries_for(method, ref.name):
@@ -233,19 +230,17 @@ def plan_harness(text: str, methods: list[str], bank: Any, *, instructions_per_m
                     variants.append(HarnessVariant(name, ref.name, shot, method, entry, placement, meta))
     if budget is not None:
         for ref in refs:
-            _budget_cells([v for v in variants if v.task == ref.name], configs[ref.name], budget, data_dir=data_dir,
+            _budget_cells([v for v in variants if v.task == ref.name], stock_tasks[ref.name], budget,
                           test_sample=test_sample, test_seed=test_seed)
     return variants, identities, configs
 
 
-def _budget_cells(variants: list[HarnessVariant], cfg: dict[str, Any], budget: Budget, *, data_dir: str | None,
-                  test_sample: int | None, test_seed: int) -> None:
-    """Record each variant's budget cells (module doc) in its metadata and fingerprint."""
+def _budget_cells(variants: list[HarnessVariant], task: Any, budget: Budget, *, test_sample: int | None,
+                  test_seed: int) -> None:
+    """Record each variant's budget cells (module doc) in its metadata and fingerprint; ``task``: the
+    stock task built at plan time (its rows)."""
     if not variants:
         return
-    with quiet_harness():  # the evaluation's notes about the task's config are printed once, there
-        task = build_task(instructed_config(cfg, name=f"{variants[0].task}__budget", instruction="", num_fewshot=None,
-                                            metadata={}), data_dir=data_dir)
     ids = scored_ids(task, test_sample, test_seed)
     ids = list(range(len(task.eval_docs))) if ids is None else ids
     if task.OUTPUT_TYPE == "multiple_choice":  # balanced over the gold answers, as the items are
@@ -367,12 +362,3 @@ def evaluate_harness_task(lm: Any, variants: list[HarnessVariant], stock_cfg: di
     samples_out = results.pop("samples", {}) if log_samples else {}
     results.pop("samples", None)
     return results, samples_out
-
-
-def shard_tasks(variants: list[HarnessVariant], index: int, count: int) -> list[HarnessVariant]:
-    """``--shard index/count``'s harness variants: harness task ``j`` (in plan order) goes to shard ``j mod count``
-    (a task is one harness call, so it is not split)."""
-    order: dict[str, int] = {}
-    for variant in variants:
-        order.setdefault(variant.task, len(order))
-    return [v for v in variants if order[v.task] % count == index]

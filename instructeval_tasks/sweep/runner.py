@@ -231,7 +231,8 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
     data_dir = str(Path(data_dir).expanduser().resolve()) if data_dir else None
     bank_dir = join_bank_dirs(bank_dir)  # resolved; several directories joined by os.pathsep
 
-    plan = build_plan(task_names, method_names, prof, bank, model_label=label, placements=_placements(o.placements),
+    placements = _placements(o.placements)
+    plan = build_plan(task_names, method_names, prof, bank, model_label=label, placements=placements,
                       fewshot_as_multiturn=o.fewshot_as_multiturn)
     ii_tasks = [t for t in task_names if get_spec(t).kind == "ii"]
     skipped_settings = [s for s in prof.settings if s != "zero_shot"]
@@ -271,7 +272,7 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
             o.harness_tasks, method_names, bank, instructions_per_method=prof.instructions_per_method,
             bank_roots=[None] + bank_dir.split(os.pathsep) if bank_dir else None,
             instruction_seed=prof.instruction_seed, test_sample=prof.test_sample, test_seed=prof.test_seed,
-            data_dir=data_dir, placements=tuple(o.placements), fewshot_as_multiturn=o.fewshot_as_multiturn, dry_run=dry_run,
+            data_dir=data_dir, placements=placements, fewshot_as_multiturn=o.fewshot_as_multiturn, dry_run=dry_run,
             budget=budget, echo=echo)
         run_fp["data"].update({f"harness:{name}": ident for name, ident in identities.items()})
         for variant in harness:
@@ -300,10 +301,8 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
              f"({harness_totals['cells'] / max(harness_totals['grid_size'], 1):.1%}) in {harness_totals['grids']} task grid(s); "
              f"{', '.join(budget.full_methods)} on every item")
 
-    if harness and part:  # this shard's harness tasks (each one harness call)
-        from .harness_runs import shard_tasks
-
-        harness = shard_tasks(harness, part.index, part.count)
+    if harness and part:  # this shard's harness tasks: each is one chunk (one harness call), dealt like the plan's
+        harness = part.select(harness)
 
     store = SweepStore(output, label)
     planned = {name: meta["variant_fingerprint"] for name, meta in metadata.items()}
