@@ -257,9 +257,15 @@ def harness_effects(results: list[HarnessResult], issues: IssueLog, *, n_boot: i
         if len(metrics) > 1:
             issues.warn("harness-metric", f"{where}: variants report different first metrics {sorted(metrics)}; left out")
             continue
+        # an adaptive budget's later rounds (``<name>__r<k>``) add cells to their instruction's row
+        later = [r for r in members if _budget_round(r)]
+        members = [r for r in members if not _budget_round(r)]
+        if not members:
+            issues.warn("harness-budget", f"{where}: later adaptive rounds without their first slice; left out", later[0].file)
+            continue
         stock = next((r for r in members if r.method == "null"), None)
         budgeted = any(r.budget for r in members)
-        Y = _item_matrix(members, issues, where, budgeted=budgeted)
+        Y = _item_matrix(members, issues, where, budgeted=budgeted, later=later)
         values = [r.value for r in members]
         estimated = None
         if budgeted and Y is not None and len(members) >= 2 and Y.shape[1] >= 2:
@@ -339,11 +345,18 @@ def _member_scores(r: HarnessResult, issues: IssueLog, where: str, consequence: 
     return doc_ids, values
 
 
-def _item_matrix(members: list[HarnessResult], issues: IssueLog, where: str, *, budgeted: bool = False) -> np.ndarray | None:
-    """``instructions x items`` scores; under a budget the items are the recorded ``test_ids`` and a
-    cell an instruction did not evaluate is NaN."""
+def _budget_round(r: HarnessResult) -> int:
+    """The adaptive-budget round of a variant (0: the first slice, or no adaptive budget)."""
+    value = (r.budget or {}).get("round")
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _item_matrix(members: list[HarnessResult], issues: IssueLog, where: str, *, budgeted: bool = False,
+                 later: Sequence[HarnessResult] = ()) -> np.ndarray | None:
+    """``instructions x items`` scores; under a budget the items are the recorded ``test_ids``, a
+    cell an instruction did not evaluate is NaN, and ``later`` rounds fill their instruction's row."""
     if budgeted:
-        return _budget_matrix(members, issues, where)
+        return _budget_matrix(members, issues, where, later)
     rows, ref = [], None
     for r in members:
         scored = _member_scores(r, issues, where, "no item-level effects")
@@ -359,15 +372,23 @@ def _item_matrix(members: list[HarnessResult], issues: IssueLog, where: str, *, 
     return np.vstack(rows)
 
 
-def _budget_matrix(members: list[HarnessResult], issues: IssueLog, where: str) -> np.ndarray | None:
+def _budget_matrix(members: list[HarnessResult], issues: IssueLog, where: str,
+                   later: Sequence[HarnessResult] = ()) -> np.ndarray | None:
     ids = members[0].test_ids
-    if not ids or any(r.test_ids != ids for r in members):
+    if not ids or any(r.test_ids != ids for r in [*members, *later]):
         issues.warn("samples-docs", f"{where}: budgeted instructions were planned on different items; no estimates",
                     members[0].file)
         return None
     position = {int(doc): k for k, doc in enumerate(ids)}
     Y = np.full((len(members), len(ids)), np.nan)
-    for i, r in enumerate(members):
+    row_of = {(r.method, r.instruction_id): i for i, r in enumerate(members)}
+    orphans = [r for r in later if (r.method, r.instruction_id) not in row_of]
+    if orphans:
+        issues.warn("harness-budget", f"{where}: {orphans[0].task}__{orphans[0].instruction_id} has a later adaptive "
+                    "round but no first slice; no estimates", orphans[0].file)
+        return None
+    for r in [*members, *later]:
+        i = row_of[(r.method, r.instruction_id)]
         scored = _member_scores(r, issues, where, "no estimates")
         if scored is None:
             return None

@@ -327,7 +327,6 @@ def main() -> int:
 
     say(f"dense reference: {dense['rows']} stock rows of the issue work in batches of {args.batch_size}, "
         f"{dense['tokens']} tokens in {dense['seconds']:.1f} s = {dense['per_s']:.0f} tokens/s")
-    new = runs["issue"]["new"]
     hf_items = args.hf_items or args.items
     seeds_note = f"{args.hf_seeds}/{args.seeds} seeds" + (f", {hf_items} items" if hf_items != args.items else "")
     verdicts = []

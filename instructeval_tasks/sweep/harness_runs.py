@@ -15,15 +15,22 @@ split, as the samples log's ``doc_id``), the data source and a ``replay`` comman
 variant, ``lm_eval --tasks <task> --num_fewshot K --seed 0,1234,1234,1234 --samples '{...}'``
 reproduces its requests on the same rows.
 
-With ``--budget F`` (uniform design) each variant evaluates only its cells of the grid (harness
-task, n-shot) x its items, drawn by ``budget.assign_cells`` as for the nine tasks (balanced over
-the gold answers of a multiple-choice task; the null instruction on every item, so the stock score
-stays exact). The grid's name has no placement in it: an instruction gets the same items in every
-placement and for every model, so placements and models are compared on paired cells. The cells
-are recorded under ``metadata.budget`` (``items``: positions in ``harness.test_ids``) and so in the
-variant's fingerprint; the harness's ``samples`` argument gives each variant its own rows in the
-one harness call: it builds every row's prompt (the demos are drawn row after row from one seeded
-generator) and runs the requests of its cells only, so a cell's request is the full grid's.
+With ``--budget F`` each variant evaluates only its cells of the grid (harness task, n-shot) x
+its items, drawn by ``budget.assign_cells`` as for the nine tasks (balanced over the gold answers
+of a multiple-choice task; the null instruction on every item, so the stock score stays exact).
+The grid's name has no placement in it: an instruction gets the same items in every placement and
+for every model, so placements and models are compared on paired cells. The cells are recorded
+under ``metadata.budget`` (``items``: positions in ``harness.test_ids``) and so in the variant's
+fingerprint; the harness's ``samples`` argument gives each variant its own rows in the one harness
+call: it builds every row's prompt (the demos are drawn row after row from one seeded generator)
+and runs the requests of its cells only, so a cell's request is the full grid's.
+
+``--budget-design adaptive`` deals that way only the first slice; its later rounds
+(``plan_harness_round``) fit the item-response model to the cells saved so far, one (task,
+placement) at a time, and add cells where it is least sure, as ``adaptive.plan_round`` does for
+the nine tasks: a round's cells of an instruction are a variant ``<name>__r<round>`` (one harness
+call per task and round). Those later cells follow each model's and placement's own scores, so
+only the first slice is paired across placements and models.
 
 Example:
     >>> from instructeval_banks import load_bank
@@ -34,9 +41,12 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import copy
+import dataclasses
 import json
 import logging
 import time
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
@@ -54,7 +64,7 @@ from ..harness.tasks import (
     stock_task_config,
 )
 from instructeval_banks.schema import known_tasks
-from .budget import BUDGET_KEY, Budget, assign_cells, budget_record
+from .budget import ADAPTIVE_ROUNDS, BUDGET_KEY, Budget, budget_record, grid_cells_of, next_round_cells
 from .plan import fingerprint, sample_bank_entries
 
 DOC_IDS = "eval row"
@@ -172,9 +182,6 @@ def plan_harness(text: str, methods: list[str], bank: Any, *, instructions_per_m
     (did-you-mean), data not found offline, no instruction to run. With ``budget`` each variant's
     metadata gets its cells (module doc).
     """
-    if budget is not None and budget.design != "uniform":
-        raise UserError("--harness-tasks takes --budget-design uniform only, for now: the adaptive rounds run on "
-                        "InstructEval's own tasks")
     refs = expand_refs(parse_harness_tasks(text))
     agnostic = {m: task_agnostic_entries(bank, m) for m in methods}
     harness_banks = load_harness_banks(bank_roots)
@@ -253,9 +260,9 @@ def _budget_cells(variants: list[HarnessVariant], task: Any, budget: Budget, *, 
         keys.setdefault(f"{v.method}/{v.entry.id}", v.method)
     grid = f"harness:{variants[0].task}:{variants[0].num_fewshot}"
     full = [key for key, method in keys.items() if method in budget.full_methods]
-    chosen = assign_cells(list(keys), labels, budget, grid, full=full)
-    placements = {v.placement for v in variants}
-    grid_cells = sum(map(len, chosen.values())) * len(placements)
+    # adaptive: the first slice now, the grid's total at the end is what the uniform design deals
+    chosen, placement_cells = grid_cells_of(list(keys), labels, budget, grid, full=full)
+    grid_cells = placement_cells * len({v.placement for v in variants})
     grid_size = len(ids) * len(variants)
     for v in variants:
         record = budget_record(budget, chosen[f"{v.method}/{v.entry.id}"], len(ids), grid, grid_cells, grid_size)
@@ -282,8 +289,84 @@ def budget_totals(variants: list[HarnessVariant], budget: Budget) -> dict[str, A
     for v in variants:
         record = v.metadata[BUDGET_KEY]
         grids[f"{v.task}:{v.num_fewshot}"] = (record["grid_cells"], record["grid_size"])
-    return {**budget.as_dict(), "grids": len(grids), "cells": sum(c for c, _ in grids.values()),
-            "grid_size": sum(s for _, s in grids.values())}
+    totals = {**budget.as_dict(), "grids": len(grids), "cells": sum(c for c, _ in grids.values()),
+              "grid_size": sum(s for _, s in grids.values())}
+    if budget.design == "adaptive":
+        totals["first_cells"] = sum(len(v.metadata[BUDGET_KEY]["items"]) for v in variants)
+    return totals
+
+
+def round_variant(variant: HarnessVariant, budget_round: int, items: list[int]) -> HarnessVariant:
+    """``variant``'s cells ``items`` (positions in its ``test_ids``) in round ``budget_round`` of an adaptive budget.
+
+        >>> v = HarnessVariant("boolq__generic-0", "boolq", 0, "generic", None, "description",
+        ...                    {"budget": {"items": [0, 4], "round": 0}, "variant_fingerprint": "f"})
+        >>> later = round_variant(v, 1, [2])
+        >>> later.name, later.metadata["budget"], later.chunk
+        ('boolq__generic-0__r1', {'items': [2], 'round': 1}, 'harness__boolq')
+    """
+    meta = copy.deepcopy(variant.metadata)
+    meta[BUDGET_KEY] = {**meta[BUDGET_KEY], "items": items, "round": budget_round}
+    meta["variant_fingerprint"] = fingerprint({"first": variant.fingerprint, BUDGET_KEY: meta[BUDGET_KEY]})
+    return dataclasses.replace(variant, name=f"{variant.name}__r{budget_round}", metadata=meta)
+
+
+def primary_sample_metric(config: dict[str, Any], row: dict[str, Any]) -> str | None:
+    """The task's first metric of its ``metric_list`` that a samples row carries (what the report scores)."""
+    names = [m.get("metric") for m in config.get("metric_list") or [] if isinstance(m, dict)]
+    return next((name for name in names if isinstance(name, str) and name in row), None)
+
+
+def saved_harness_cells(store: Any, variant: HarnessVariant, config: dict[str, Any]) -> dict[int, float]:
+    """``{item: score}`` of a saved harness variant (items: positions in its ``test_ids``), from its
+    samples log under the task's first metric and first filter, as the report reads it."""
+    files = sorted(store.root.glob(f"samples_{variant.name}_[0-9]*.jsonl"))  # not "<name>__r1_..."
+    if not files:
+        raise UserError(f"{store.root}: no per-sample log of {variant.name}; --budget-design adaptive chooses its "
+                        f"later cells from the scores of the earlier ones (run without --no-log-samples)")
+    rows = [json.loads(line) for line in files[-1].read_text(encoding="utf-8").splitlines() if line.strip()]
+    metric = primary_sample_metric(config, rows[0]) if rows else None
+    if metric is None:
+        raise UserError(f"{files[-1]}: no per-sample score of the task's metrics to fit the adaptive rounds to")
+    filters = [f.get("name") for f in config.get("filter_list") or [] if isinstance(f, dict)] or ["none"]
+    present = {row.get("filter", "none") for row in rows}
+    first_filter = next((f for f in filters if f in present), None)
+    position = {doc: k for k, doc in enumerate(variant.test_ids or [])}
+    cells = {position[int(row["doc_id"])]: float(row[metric]) for row in rows
+             if row.get("filter", "none") == first_filter and int(row["doc_id"]) in position}
+    if first_filter is None or len(cells) != len(variant.metadata[BUDGET_KEY]["items"]):
+        raise UserError(f"{files[-1]}: its rows are not the cells {variant.name} was planned with; "
+                        "remove the file and its results to evaluate it again")
+    return cells
+
+
+def plan_harness_round(budget_round: int, first: list[HarnessVariant], earlier: dict[str, list[HarnessVariant]],
+                       store: Any, budget: Budget, configs: dict[str, dict]) -> dict[str, HarnessVariant]:
+    """Round ``budget_round``'s variant of each first-slice variant (``first``: every harness variant of
+    the run) that gets cells, keyed by its first-slice variant's name; ``earlier[name]``: the
+    variant's earlier rounds (itself included), their cells read back from ``store``.
+
+    Each (task, n-shot, placement) is a grid of its own here; its target is the uniform design's
+    cells of one placement (``grid_cells`` counts every placement's).
+    """
+    groups: dict[tuple, list[HarnessVariant]] = {}
+    for variant in first:
+        groups.setdefault((variant.task, variant.num_fewshot, variant.placement), []).append(variant)
+    per_task = Counter(variant.task for variant in first)
+    new: dict[str, HarnessVariant] = {}
+    for (task, _, _), variants in sorted(groups.items()):
+        record = variants[0].metadata[BUDGET_KEY]
+        target = record["grid_cells"] * len(variants) // per_task[task]
+        observed = {v.name: {item: score for part in earlier[v.name]
+                             for item, score in saved_harness_cells(store, part, configs[task]).items()}
+                    for v in variants}
+        frozen = [v.name for v in variants if v.method in budget.full_methods]
+        chosen = next_round_cells(observed, {v.name: v.method for v in variants}, record["n_items"], target,
+                                  ADAPTIVE_ROUNDS - budget_round + 1, frozen=frozen)
+        for variant in variants:
+            if chosen.get(variant.name):
+                new[variant.name] = round_variant(variant, budget_round, chosen[variant.name])
+    return new
 
 
 def replay_command(task: str, num_fewshot: int, ids: list[int] | None, *, chat: bool = False, multiturn: bool | None = None) -> str:

@@ -299,7 +299,7 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
         echo(f"budget {budget.fraction:g} (seed {budget.seed}), harness tasks: {harness_totals['cells']:,} of "
              f"{harness_totals['grid_size']:,} (instruction, item) cells "
              f"({harness_totals['cells'] / max(harness_totals['grid_size'], 1):.1%}) in {harness_totals['grids']} task grid(s); "
-             f"{', '.join(budget.full_methods)} on every item")
+             f"{', '.join(budget.full_methods)} on every item" + _adaptive_words(budget, harness_totals))
 
     if harness and part:  # this shard's harness tasks: each is one chunk (one harness call), dealt like the plan's
         harness = part.select(harness)
@@ -403,7 +403,7 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
                 stock = StockSchedule(stock_pending, pending, lm=runner.lm, store=store, model=model, args_dict=args_dict,
                                       label=label, batch_size=batch_size, device=spec.resolved_device(),
                                       log_samples=log_samples, write=echo)
-            if adaptive and pending and runner.lm is None:  # one model load for the first slice and the rounds
+            if adaptive and (pending or harness_pending) and runner.lm is None:  # one model load for all rounds
                 runner.lm = spec.load()
             jobs = chunk_jobs(pending, metadata)
             if harness_pending:  # lm-eval's own tasks, instructed: one job per task, on the same executor
@@ -413,9 +413,21 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
             if jobs or stock_pending:
                 _evaluate_pending(runner, jobs, spec, prof, store, report, planned=planned,
                                   log_samples=log_samples, progress=progress, echo=echo, stock=stock)
+            rounds = dict(budget=budget, spec=spec, prof=prof, store=store, report=report, planned=planned,
+                          log_samples=log_samples, progress=progress, echo=echo)
             if adaptive and mine:
-                _adaptive_rounds(runner, mine, metadata, budget, spec, prof, store, report, planned=planned,
-                                 log_samples=log_samples, progress=progress, echo=echo)
+                _adaptive_rounds(runner, mine, lambda r, earlier: plan_round(r, mine, earlier, metadata, store, budget),
+                                 lambda variants: chunk_jobs(variants, metadata),
+                                 lambda v: metadata[v.name]["variant_fingerprint"],
+                                 lambda v: len(metadata[v.name][BUDGET_KEY]["items"]), **rounds)
+            if adaptive and harness:
+                from .harness_runs import harness_jobs, plan_harness_round
+
+                _adaptive_rounds(runner, harness,
+                                 lambda r, earlier: plan_harness_round(r, harness, earlier, store, budget, harness_configs),
+                                 lambda variants: harness_jobs(variants, harness_configs, data_dir),
+                                 lambda v: v.fingerprint, lambda v: len(v.metadata[BUDGET_KEY]["items"]),
+                                 what=" (harness tasks)", **rounds)
     except UserError:  # e.g. the model cannot load: leave no empty folder behind
         store.remove_if_unused(created)
         raise
@@ -433,30 +445,37 @@ def _adaptive_words(budget: Budget, totals: dict[str, Any]) -> str:
     return f"; adaptive: {totals['first_cells']:,} now, the rest in {ADAPTIVE_ROUNDS} rounds"
 
 
-def _adaptive_rounds(runner: Any, first: list[Variant], metadata: dict[str, dict[str, Any]], budget: Budget,
-                     spec: ModelSpec, prof: Profile, store: SweepStore, report: SweepReport, *,
-                     planned: dict[str, str], log_samples: bool, progress: bool, echo: Callable[[str], None]) -> None:
-    """The later rounds of an adaptive budget (``adaptive``), each once the earlier ones are saved."""
+def _adaptive_rounds(runner: Any, first: list, plan_next: Callable[[int, dict[str, list]], dict[str, Any]],
+                     jobs_of: Callable[[list], list], fingerprint_of: Callable[[Any], str], cells_of: Callable[[Any], int],
+                     budget: Budget, spec: ModelSpec, prof: Profile, store: SweepStore, report: SweepReport, *,
+                     planned: dict[str, str], log_samples: bool, progress: bool, echo: Callable[[str], None],
+                     what: str = "") -> None:
+    """The later rounds of an adaptive budget (``adaptive``), each once the earlier ones are saved.
+
+    ``plan_next(round, earlier)`` gives the round's variants keyed by their first-slice variant
+    (``adaptive.plan_round`` for the nine tasks, ``harness_runs.plan_harness_round`` for harness
+    tasks); ``jobs_of`` makes their jobs.
+    """
     earlier = {v.name: [v] for v in first}
     for budget_round in range(1, ADAPTIVE_ROUNDS + 1):
-        later = plan_round(budget_round, first, earlier, metadata, store, budget)
+        later = plan_next(budget_round, earlier)
         for name, variant in later.items():
             earlier[name].append(variant)
-            planned[variant.name] = metadata[variant.name]["variant_fingerprint"]
+            planned[variant.name] = fingerprint_of(variant)
         variants = list(later.values())
         done = store.finished()
         store.check_conflicts({v.name: planned[v.name] for v in variants}, done,
                               budget=budget.as_dict())
         pending = [v for v in variants if v.name not in done]
-        cells = sum(len(metadata[v.name][BUDGET_KEY]["items"]) for v in variants)
-        echo(f"adaptive round {budget_round} of {ADAPTIVE_ROUNDS}: {cells:,} more cells for {len(variants)} "
+        cells = sum(cells_of(v) for v in variants)
+        echo(f"adaptive round {budget_round} of {ADAPTIVE_ROUNDS}{what}: {cells:,} more cells for {len(variants)} "
              f"instruction(s), {len(pending)} variant(s) to run")
         report.planned += len(variants)
         report.skipped += len(variants) - len(pending)
         if pending:
             if runner.lm is None:
                 runner.lm = spec.load()
-            _evaluate_pending(runner, chunk_jobs(pending, metadata), spec, prof, store, report, planned=planned,
+            _evaluate_pending(runner, jobs_of(pending), spec, prof, store, report, planned=planned,
                               log_samples=log_samples, progress=progress, echo=echo)
 
 

@@ -20,7 +20,6 @@ from instructeval_tasks.harness.tasks import (
     parse_harness_tasks,
     stock_task_config,
 )
-from instructeval_tasks.errors import UserError
 from instructeval_tasks.sweep import run_sweep
 from instructeval_tasks.sweep.budget import Budget
 from instructeval_tasks.sweep.store import SweepStoreError
@@ -330,8 +329,54 @@ def test_a_budget_gives_each_instruction_its_own_cells_in_the_one_harness_call(t
     assert again.evaluated == 0
     with pytest.raises(SweepStoreError, match="--budget"):
         run_sweep(**common, output=tmp_path / "budget", dry_run=True)
-    with pytest.raises(UserError, match="uniform only"):
-        run_sweep(**common, output=tmp_path / "x", budget=Budget(0.25, design="adaptive"), dry_run=True)
+
+
+def test_an_adaptive_budget_adds_rounds_of_cells_on_the_full_grids_requests(tiny_chat_model, harness_data, tmp_path):
+    common = dict(model="hf", model_args=f"pretrained={tiny_chat_model},dtype=float32", tasks=None, methods="null,generic",
+                  profile="quick", overrides={"instructions_per_method": 3, "test_sample": 6}, data_dir=str(harness_data),
+                  device="cpu", progress=False, harness_tasks="hellaswag:1", placements=("description", "chat-system"))
+    budget = Budget(0.5, seed=3, min_items=1, design="adaptive")
+    full = run_sweep(**common, output=tmp_path / "full")
+    lines: list[str] = []
+    report = run_sweep(**common, output=tmp_path / "adaptive", budget=budget, echo=lines.append)
+    plan = report.plan["harness_budget"]
+    # the uniform design at 0.5 deals 3 generic x 3 items a placement; the first slice (0.25) 3 x 2
+    assert (plan["cells"], plan["first_cells"]) == (2 * (6 + 3 * 3), 2 * (6 + 3 * 2))
+    assert any("adaptive round 1 of 2 (harness tasks)" in line for line in lines), lines
+    entries, reference = _entries(tmp_path / "adaptive"), _entries(tmp_path / "full")
+    rounds = {name: entry for name, entry in entries.items() if entry["meta"]["budget"].get("round")}
+    assert rounds and all("__r" in name for name in rounds)
+    cells: dict[tuple[str, str], list[int]] = {}
+    for entry in entries.values():
+        harness = entry["meta"]["harness"]
+        if harness["method"] == "generic":
+            cells.setdefault((harness["placement"], harness["instruction_id"]), []).extend(entry["meta"]["budget"]["items"])
+    # every round adds cells the instruction has not seen; each placement ends at the uniform design's cells
+    assert all(len(items) == len(set(items)) for items in cells.values()), cells
+    for placement in ("description", "chat-system"):
+        assert sum(len(items) for (p, _), items in cells.items() if p == placement) == 3 * 3
+    for name, entry in rounds.items():
+        first = name.rsplit("__r", 1)[0]
+        ids = [entry["meta"]["harness"]["test_ids"][p] for p in entry["meta"]["budget"]["items"]]
+        assert sorted({doc for doc, _ in _samples(tmp_path / "adaptive", name)}) == ids
+        for (doc, filt), row in _samples(tmp_path / "adaptive", name).items():  # the full grid's request and score
+            same = _samples(tmp_path / "full", first)[(doc, filt)]
+            assert row["arguments"] == same["arguments"] and row["acc"] == same["acc"], (name, doc)
+        assert entry["meta"]["variant_fingerprint"] != entries[first]["meta"]["variant_fingerprint"]
+        assert entry["meta"]["harness"]["test_ids"] == reference[first]["meta"]["harness"]["test_ids"]
+    assert full.evaluated == 8 and report.evaluated == 8 + len(rounds)
+    # the report joins an instruction's rounds into its row
+    from instructeval_aggregation.harness_effects import harness_effects, load_harness_results
+    from instructeval_aggregation.issues import IssueLog
+
+    issues = IssueLog()
+    effects = harness_effects(load_harness_results([str(tmp_path / "adaptive")], issues), issues, n_boot=50, level=0.95,
+                              seed="s", n_perm=50).effects
+    assert not issues.items, issues.items
+    assert list(effects["n_instructions"]) == [4, 4]
+    assert list(effects["cells_share"]) == [pytest.approx((6 + 3 * 3) / 24)] * 2
+    again = run_sweep(**common, output=tmp_path / "adaptive", budget=budget)  # the rounds re-derived, nothing to run
+    assert again.evaluated == 0
 
 
 # ------------------------------------------------------------------------------------------ shards
