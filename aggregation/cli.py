@@ -160,8 +160,12 @@ def run(args: argparse.Namespace) -> int:
             print(f"instructeval: warning: {problem}", file=sys.stderr)
         if back:
             print(f"wrote the sensitivity cards beside the results: {', '.join(back)}")
+    tables = f"{len(result.tables)} tables"
+    if getattr(result, "harness", None) is not None:  # lm-eval's own tasks, instructed: their own tables file
+        harness = "the harness-task tables (tables/harness_effects.md)"
+        tables = f"{tables} and {harness}" if result.tables else harness
     print(
-        f"wrote {len(result.tables)} tables, {len(written['plots'])} figures and {written['report']} "
+        f"wrote {tables}, {len(written['plots'])} figures and {written['report']} "
         f"({len(errors)} error(s), {len(warnings)} warning(s))"
     )
     return EXIT_INPUT_DROPPED if errors else EXIT_OK

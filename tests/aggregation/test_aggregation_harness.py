@@ -99,6 +99,7 @@ def test_cli_reports_harness_only_inputs(tmp_path):
                            "--bootstrap", "50", "--no-plots"], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert "m1 boolq [description] zero-shot: " in done.stdout
+    assert "wrote the harness-task tables (tables/harness_effects.md), " in done.stdout  # not "wrote 0 tables"
     page = (out / "report.html").read_text()
     assert "Instructions on the harness&#x27;s own tasks" in page or "Instructions on the harness's own tasks" in page
     assert (out / "tables" / "harness_effects.tex").read_text().startswith("\\begin{table}")
