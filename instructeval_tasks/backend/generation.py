@@ -8,6 +8,7 @@ ready, which ``GreedyDecoder`` then continues together.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -93,8 +94,13 @@ class TreeGreedyGeneration:
             think_end_token=lm.think_end_token if isinstance(lm.think_end_token, str) else None,
         )
 
-    def generate(self, contexts: list[list[int]], until: list[str], max_gen_toks: int) -> list[str]:
+    def generate(self, contexts: list[list[int]], until: list[str], max_gen_toks: int,
+                 progress: Callable[[int], Any] | None = None) -> list[str]:
+        """The greedy generation of each context; ``progress(n)`` is told as each decode batch
+        finishes how many of ``contexts`` it completed (a duplicate context counts each time)."""
         if max_gen_toks <= 0:
+            if progress is not None:
+                progress(len(contexts))
             return [self.finish_text([], until) for _ in contexts]
         seq_ids: dict[tuple[int, ...], int] = {}
         seqs: list[tuple[int, ...]] = []
@@ -104,6 +110,7 @@ class TreeGreedyGeneration:
             if sid == len(seqs):
                 seqs.append(tuple(ctx))
             which.append(sid)
+        copies = Counter(which)
         tree = PrefixTree(seqs)
         for sid, seq in enumerate(seqs):
             tree.terminal[sid].entries.append((sid, len(seq) - 1, -1))
@@ -138,6 +145,8 @@ class TreeGreedyGeneration:
                 for sid, node, toks in zip(batch, nodes, outs):
                     tokens[sid] = toks
                     evaluator.kv.release(node)
+                if progress is not None:
+                    progress(sum(copies[sid] for sid in batch))
 
         evaluator.run(on_entries, on_ready=on_ready, flush=flush)
         self.stats = {**evaluator.stats, "distinct_tokens": tree.token_count, "requests": len(contexts)}

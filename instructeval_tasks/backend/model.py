@@ -356,16 +356,17 @@ class InstructEvalHFLM(HFLM):
             if reason:
                 self._ie_count("stock", len(members), reason, "generate_until request")
                 self._ie_support().note("generate_until", reason)
-                outs = super().generate_until([requests[i] for i in members], disable_tqdm=True)
+                # the stock code's own bar shows its progress (this one moves when it is done)
+                outs = super().generate_until([requests[i] for i in members], disable_tqdm=disable_tqdm or self.rank != 0)
                 for i, s in zip(members, outs):
                     results[i] = s
                 pbar.update(len(members))
                 continue
             self._ie_count("prefix", len(members))
-            for i, s in zip(members, generation.generate(contexts, until, max_gen_toks)):
+            # the bar moves as each decode batch finishes (the results come back together at the end)
+            for i, s in zip(members, generation.generate(contexts, until, max_gen_toks, progress=pbar.update)):
                 results[i] = s
                 self.cache_hook.add_partial("generate_until", (requests[i].args[0], gen_kwargs), s)
-                pbar.update(1)
             if generation.stats:
                 self.prefix_stats = self._ie_stats(generation.stats)
         pbar.close()

@@ -88,3 +88,40 @@ def test_generation_config_processors_use_the_stock_code(make_pair):
     finally:
         config.repetition_penalty = saved
     assert pair.new._ie_greedy_unsupported({"do_sample": False, "temperature": 0.0}) is None
+
+
+def test_progress_moves_with_each_decode_batch(make_pair, monkeypatch):
+    """The progress bar is told as each decode batch finishes, not once at the end; every request counts."""
+    from instructeval_tasks.backend import generation as backend_generation
+    from instructeval_tasks.backend import model as backend_model
+
+    pair = make_pair("llama-nobos", batch_size=2, max_length=MAX_LENGTH, decode_batch_size=2)
+    reqs = [r for r in gen_requests(["zz"]) if r.args[1] == {"until": ["\n\n", "zz"], "max_gen_toks": 7}]
+    steps: list[int] = []
+    events: list[str] = []
+    decode = backend_generation.GreedyDecoder.decode
+
+    def recorded_decode(self, *args, **kwargs):
+        events.append("decode")
+        return decode(self, *args, **kwargs)
+
+    class Bar:
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def update(self, n=1):
+            steps.append(n)
+            events.append("update")
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(backend_model, "tqdm", Bar)
+    monkeypatch.setattr(backend_generation.GreedyDecoder, "decode", recorded_decode)
+    got = pair.new.generate_until(reqs)
+    assert pair.new.prefix_stats.get("distinct_tokens"), "the prefix path was not used"
+    monkeypatch.undo()
+    assert got == pair.stock.generate_until(reqs)
+    # 5 requests (one a duplicate of another) in decode batches of 2 distinct contexts
+    assert sum(steps) == len(reqs) == 5 and len(steps) >= 2, steps
+    assert events.index("update") < len(events) - 1 - events[::-1].index("decode"), events  # told between batches
