@@ -46,7 +46,6 @@ import dataclasses
 import json
 import logging
 import time
-from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
@@ -260,10 +259,11 @@ def _budget_cells(variants: list[HarnessVariant], task: Any, budget: Budget, *, 
         keys.setdefault(f"{v.method}/{v.entry.id}", v.method)
     grid = f"harness:{variants[0].task}:{variants[0].num_fewshot}"
     full = [key for key, method in keys.items() if method in budget.full_methods]
-    # adaptive: the first slice now, the grid's total at the end is what the uniform design deals
-    chosen, placement_cells = grid_cells_of(list(keys), labels, budget, grid, full=full)
-    grid_cells = placement_cells * len({v.placement for v in variants})
-    grid_size = len(ids) * len(variants)
+    # adaptive: the first slice now, the grid's total at the end is what the uniform design deals.
+    # The record counts one placement's grid: adding a placement to a run leaves the others' records
+    # (and fingerprints) as they were, so it resumes.
+    chosen, grid_cells = grid_cells_of(list(keys), labels, budget, grid, full=full)
+    grid_size = len(ids) * len(keys)
     for v in variants:
         record = budget_record(budget, chosen[f"{v.method}/{v.entry.id}"], len(ids), grid, grid_cells, grid_size)
         v.metadata[BUDGET_KEY] = record
@@ -286,9 +286,9 @@ def quiet_harness() -> Iterator[None]:
 def budget_totals(variants: list[HarnessVariant], budget: Budget) -> dict[str, Any]:
     """The harness grids' cells under ``budget``: ``{"grids", "cells", "grid_size"}``."""
     grids: dict[str, tuple[int, int]] = {}
-    for v in variants:
+    for v in variants:  # each placement is a grid of its own here (the cells are the same in all)
         record = v.metadata[BUDGET_KEY]
-        grids[f"{v.task}:{v.num_fewshot}"] = (record["grid_cells"], record["grid_size"])
+        grids[f"{v.task}:{v.num_fewshot}:{v.placement}"] = (record["grid_cells"], record["grid_size"])
     totals = {**budget.as_dict(), "grids": len(grids), "cells": sum(c for c, _ in grids.values()),
               "grid_size": sum(s for _, s in grids.values())}
     if budget.design == "adaptive":
@@ -347,16 +347,15 @@ def plan_harness_round(budget_round: int, first: list[HarnessVariant], earlier: 
     variant's earlier rounds (itself included), their cells read back from ``store``.
 
     Each (task, n-shot, placement) is a grid of its own here; its target is the uniform design's
-    cells of one placement (``grid_cells`` counts every placement's).
+    cells of one placement (``grid_cells``).
     """
     groups: dict[tuple, list[HarnessVariant]] = {}
     for variant in first:
         groups.setdefault((variant.task, variant.num_fewshot, variant.placement), []).append(variant)
-    per_task = Counter(variant.task for variant in first)
     new: dict[str, HarnessVariant] = {}
     for (task, _, _), variants in sorted(groups.items()):
         record = variants[0].metadata[BUDGET_KEY]
-        target = record["grid_cells"] * len(variants) // per_task[task]
+        target = record["grid_cells"]
         observed = {v.name: {item: score for part in earlier[v.name]
                              for item, score in saved_harness_cells(store, part, configs[task]).items()}
                     for v in variants}

@@ -298,7 +298,7 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
         harness_totals = harness_budget_totals(harness, budget)
         echo(f"budget {budget.fraction:g} (seed {budget.seed}), harness tasks: {harness_totals['cells']:,} of "
              f"{harness_totals['grid_size']:,} (instruction, item) cells "
-             f"({harness_totals['cells'] / max(harness_totals['grid_size'], 1):.1%}) in {harness_totals['grids']} task grid(s); "
+             f"({harness_totals['cells'] / max(harness_totals['grid_size'], 1):.1%}) in {harness_totals['grids']} (task, placement) grid(s); "
              f"{', '.join(budget.full_methods)} on every item" + _adaptive_words(budget, harness_totals))
 
     if harness and part:  # this shard's harness tasks: each is one chunk (one harness call), dealt like the plan's

@@ -331,6 +331,24 @@ def test_a_budget_gives_each_instruction_its_own_cells_in_the_one_harness_call(t
         run_sweep(**common, output=tmp_path / "budget", dry_run=True)
 
 
+def test_a_placement_added_later_resumes_on_the_same_cells(tiny_chat_model, harness_data, tmp_path):
+    common = dict(model="hf", model_args=f"pretrained={tiny_chat_model},dtype=float32", tasks=None, methods="null,generic",
+                  profile="quick", overrides={"instructions_per_method": 2, "test_sample": 6}, data_dir=str(harness_data),
+                  device="cpu", progress=False, harness_tasks="hellaswag:1", budget=Budget(0.25, seed=3, min_items=2),
+                  output=tmp_path / "out")
+    first = run_sweep(**common, placements=("description",))
+    before = _entries(tmp_path / "out")
+    both = run_sweep(**common, placements=("description", "chat-system"))
+    assert (first.evaluated, both.evaluated) == (3, 3)  # the description variants resume; chat-system's run
+    after = _entries(tmp_path / "out")
+    for name, entry in before.items():
+        assert after[name]["meta"] == entry["meta"]
+        chat = after[f"{name}__chat-system"]["meta"]
+        assert chat["budget"] == entry["meta"]["budget"]  # the same cells, the same one-placement grid record
+    # per placement: null on 6 items, 2 generic x 3 (every item covered: ceil(6 / 2) >= 0.25 x 6)
+    assert both.plan["harness_budget"]["grids"] == 2 and both.plan["harness_budget"]["cells"] == 2 * (6 + 2 * 3)
+
+
 def test_an_adaptive_budget_adds_rounds_of_cells_on_the_full_grids_requests(tiny_chat_model, harness_data, tmp_path):
     common = dict(model="hf", model_args=f"pretrained={tiny_chat_model},dtype=float32", tasks=None, methods="null,generic",
                   profile="quick", overrides={"instructions_per_method": 3, "test_sample": 6}, data_dir=str(harness_data),
