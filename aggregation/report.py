@@ -206,6 +206,21 @@ def _harness_overview(aggregates: Aggregates) -> list[str]:
             f"placements: {html.escape(', '.join(sorted(scores['placement'].unique())))}</li>"]
 
 
+def _instructeval_overview(aggregates: Aggregates, summary: dict) -> list[str]:
+    """The overview's lines for InstructEval's own tasks (left out of a report of harness tasks only)."""
+    opts = aggregates.options
+    return [
+        f"<li>{len(summary['models'])} model(s): {html.escape(', '.join(summary['models']))}</li>",
+        f"<li>{len(summary['tasks'])} task(s): {html.escape(', '.join(summary['tasks']))}</li>",
+        f"<li>{len(summary['methods'])} method(s): {html.escape(', '.join(summary['methods']))}</li>",
+        f"<li>{summary['n_variants']} variants, {summary['n_instructions']} (model, task, instruction) rows, "
+        f"{len(aggregates.runs)} results file(s)</li>",
+        f"<li>Null-instruction weight in the baseline: {opts.null_weight:g}; SD ddof: {opts.ddof}; "
+        f"scale split at {opts.scale_threshold_b:g}B parameters</li>",
+        f"<li>Per-sample logs: {html.escape(aggregates.samples_note)}</li>",
+    ]
+
+
 def render_html(aggregates: Aggregates, plot_paths: list[Path], plot_note: str = "") -> str:
     """The self-contained HTML report."""
     opts = aggregates.options
@@ -218,15 +233,9 @@ def render_html(aggregates: Aggregates, plot_paths: list[Path], plot_note: str =
         "<p>Ajith et al., <i>InstructEval: Systematic Evaluation of Instruction Selection Methods</i> "
         "(Findings of NAACL 2024), computed from lm-evaluation-harness results.</p>",
         "<h2>Overview</h2><ul>",
-        f"<li>{len(summary['models'])} model(s): {html.escape(', '.join(summary['models']))}</li>",
-        f"<li>{len(summary['tasks'])} task(s): {html.escape(', '.join(summary['tasks']))}</li>",
-        f"<li>{len(summary['methods'])} method(s): {html.escape(', '.join(summary['methods']))}</li>",
-        f"<li>{summary['n_variants']} variants, {summary['n_instructions']} (model, task, instruction) rows, "
-        f"{len(aggregates.runs)} results file(s)</li>",
+        *(_instructeval_overview(aggregates, summary) if summary["n_variants"] or not _harness_overview(aggregates)
+          else ["<li>InstructEval's own tasks: none in these results</li>"]),
         *_harness_overview(aggregates),
-        f"<li>Null-instruction weight in the baseline: {opts.null_weight:g}; SD ddof: {opts.ddof}; "
-        f"scale split at {opts.scale_threshold_b:g}B parameters</li>",
-        f"<li>Per-sample logs: {html.escape(aggregates.samples_note)}</li>",
         f"<li>Bootstrap: {opts.n_boot} replicates, {opts.ci_level:.0%} percentile intervals, "
         f"seed <code>{html.escape(opts.seed)}</code>; significance level {opts.alpha:g}</li>",
         "</ul>",

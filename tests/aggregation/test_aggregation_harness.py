@@ -102,6 +102,7 @@ def test_cli_reports_harness_only_inputs(tmp_path):
     assert "wrote the harness-task tables (tables/harness_effects.md), " in done.stdout  # not "wrote 0 tables"
     page = (out / "report.html").read_text()
     assert "Instructions on the harness&#x27;s own tasks" in page or "Instructions on the harness's own tasks" in page
+    assert "0 model(s)" not in page and "own tasks: none in these results" in page  # no empty InstructEval lines
     assert (out / "tables" / "harness_effects.tex").read_text().startswith("\\begin{table}")
     assert (out / "data" / "harness_pair_flips.csv").read_text().splitlines()[1].startswith("boolq,description,0,m2,m1,")
     effects = (out / "data" / "harness_effects.csv").read_text().splitlines()
