@@ -225,6 +225,7 @@ def render_html(aggregates: Aggregates, plot_paths: list[Path], plot_note: str =
     """The self-contained HTML report."""
     opts = aggregates.options
     summary = aggregates.summary()
+    harness_lines = _harness_overview(aggregates)
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
         "<title>InstructEval aggregate report</title>",
@@ -233,9 +234,9 @@ def render_html(aggregates: Aggregates, plot_paths: list[Path], plot_note: str =
         "<p>Ajith et al., <i>InstructEval: Systematic Evaluation of Instruction Selection Methods</i> "
         "(Findings of NAACL 2024), computed from lm-evaluation-harness results.</p>",
         "<h2>Overview</h2><ul>",
-        *(_instructeval_overview(aggregates, summary) if summary["n_variants"] or not _harness_overview(aggregates)
+        *(_instructeval_overview(aggregates, summary) if summary["n_variants"] or not harness_lines
           else ["<li>InstructEval's own tasks: none in these results</li>"]),
-        *_harness_overview(aggregates),
+        *harness_lines,
         f"<li>Bootstrap: {opts.n_boot} replicates, {opts.ci_level:.0%} percentile intervals, "
         f"seed <code>{html.escape(opts.seed)}</code>; significance level {opts.alpha:g}</li>",
         "</ul>",

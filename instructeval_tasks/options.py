@@ -142,6 +142,8 @@ ORDER_MODES = ("seeded", "original")
 # Where an instruction goes in the prompt; the chat ones need the model's chat template.
 PLACEMENTS = ("description", "chat-system", "chat-user")
 CHAT_PLACEMENTS = ("chat-system", "chat-user")
+PERTURBATIONS = ("mild_mix",)
+PERTURBATION_MODES = ("document", "stream")
 
 
 def first_user_turn_prefixed(chat_template: Any, prefix: str) -> Any:
@@ -159,8 +161,6 @@ def first_user_turn_prefixed(chat_template: Any, prefix: str) -> Any:
         return chat_template(messages, *args, **kwargs)
 
     return render
-PERTURBATIONS = ("mild_mix",)
-PERTURBATION_MODES = ("document", "stream")
 
 
 def _choice(meta: Mapping[str, Any], key: str, allowed: tuple[str, ...], default: str | None) -> str | None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
@@ -44,16 +45,21 @@ def round_variant(variant: Variant, budget_round: int) -> Variant:
     return dataclasses.replace(variant, budget_round=budget_round)
 
 
-def saved_cells(store: SweepStore, name: str) -> dict[int, float]:
-    """``{item: score}`` of a saved variant, from its per-sample log."""
+def saved_rows(store: SweepStore, name: str) -> tuple[Path, list[dict[str, Any]]]:
+    """``(path, rows)`` of a saved variant's per-sample log (the newest, if a rerun wrote another)."""
     files = sorted(store.root.glob(f"samples_{name}_[0-9]*.jsonl"))  # not "<name>__r1_..."
     if not files:
         raise UserError(f"{store.root}: no per-sample log of {name}; --budget-design adaptive chooses its later "
                         f"cells from the scores of the earlier ones (run without --no-log-samples)")
-    rows = [json.loads(line) for line in files[-1].read_text(encoding="utf-8").splitlines() if line.strip()]
+    return files[-1], [json.loads(line) for line in files[-1].read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def saved_cells(store: SweepStore, name: str) -> dict[int, float]:
+    """``{item: score}`` of a saved variant, from its per-sample log."""
+    path, rows = saved_rows(store, name)
     metric = next((m for m in SAMPLE_METRICS if rows and m in rows[0]), None)
     if metric is None:
-        raise UserError(f"{files[-1]}: no per-sample {' / '.join(SAMPLE_METRICS)} to fit the adaptive rounds to")
+        raise UserError(f"{path}: no per-sample {' / '.join(SAMPLE_METRICS)} to fit the adaptive rounds to")
     return {int(row["doc_id"]): float(row[metric]) for row in rows}
 
 

@@ -63,6 +63,7 @@ from ..harness.tasks import (
     stock_task_config,
 )
 from instructeval_banks.schema import known_tasks
+from .adaptive import saved_rows
 from .budget import ADAPTIVE_ROUNDS, BUDGET_KEY, Budget, budget_record, grid_cells_of, next_round_cells
 from .plan import fingerprint, sample_bank_entries
 
@@ -320,14 +321,10 @@ def primary_sample_metric(config: dict[str, Any], row: dict[str, Any]) -> str | 
 def saved_harness_cells(store: Any, variant: HarnessVariant, config: dict[str, Any]) -> dict[int, float]:
     """``{item: score}`` of a saved harness variant (items: positions in its ``test_ids``), from its
     samples log under the task's first metric and first filter, as the report reads it."""
-    files = sorted(store.root.glob(f"samples_{variant.name}_[0-9]*.jsonl"))  # not "<name>__r1_..."
-    if not files:
-        raise UserError(f"{store.root}: no per-sample log of {variant.name}; --budget-design adaptive chooses its "
-                        f"later cells from the scores of the earlier ones (run without --no-log-samples)")
-    rows = [json.loads(line) for line in files[-1].read_text(encoding="utf-8").splitlines() if line.strip()]
+    path, rows = saved_rows(store, variant.name)
     metric = primary_sample_metric(config, rows[0]) if rows else None
     if metric is None:
-        raise UserError(f"{files[-1]}: no per-sample score of the task's metrics to fit the adaptive rounds to")
+        raise UserError(f"{path}: no per-sample score of the task's metrics to fit the adaptive rounds to")
     filters = [f.get("name") for f in config.get("filter_list") or [] if isinstance(f, dict)] or ["none"]
     present = {row.get("filter", "none") for row in rows}
     first_filter = next((f for f in filters if f in present), None)
@@ -335,7 +332,7 @@ def saved_harness_cells(store: Any, variant: HarnessVariant, config: dict[str, A
     cells = {position[int(row["doc_id"])]: float(row[metric]) for row in rows
              if row.get("filter", "none") == first_filter and int(row["doc_id"]) in position}
     if first_filter is None or len(cells) != len(variant.metadata[BUDGET_KEY]["items"]):
-        raise UserError(f"{files[-1]}: its rows are not the cells {variant.name} was planned with; "
+        raise UserError(f"{path}: its rows are not the cells {variant.name} was planned with; "
                         "remove the file and its results to evaluate it again")
     return cells
 

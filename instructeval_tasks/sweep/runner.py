@@ -417,17 +417,14 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
                           log_samples=log_samples, progress=progress, echo=echo)
             if adaptive and mine:
                 _adaptive_rounds(runner, mine, lambda r, earlier: plan_round(r, mine, earlier, metadata, store, budget),
-                                 lambda variants: chunk_jobs(variants, metadata),
-                                 lambda v: metadata[v.name]["variant_fingerprint"],
-                                 lambda v: len(metadata[v.name][BUDGET_KEY]["items"]), **rounds)
+                                 lambda variants: chunk_jobs(variants, metadata), lambda v: metadata[v.name], **rounds)
             if adaptive and harness:
                 from .harness_runs import harness_jobs, plan_harness_round
 
                 _adaptive_rounds(runner, harness,
                                  lambda r, earlier: plan_harness_round(r, harness, earlier, store, budget, harness_configs),
                                  lambda variants: harness_jobs(variants, harness_configs, data_dir),
-                                 lambda v: v.fingerprint, lambda v: len(v.metadata[BUDGET_KEY]["items"]),
-                                 what=" (harness tasks)", **rounds)
+                                 lambda v: v.metadata, what=" (harness tasks)", **rounds)
     except UserError:  # e.g. the model cannot load: leave no empty folder behind
         store.remove_if_unused(created)
         raise
@@ -446,28 +443,28 @@ def _adaptive_words(budget: Budget, totals: dict[str, Any]) -> str:
 
 
 def _adaptive_rounds(runner: Any, first: list, plan_next: Callable[[int, dict[str, list]], dict[str, Any]],
-                     jobs_of: Callable[[list], list], fingerprint_of: Callable[[Any], str], cells_of: Callable[[Any], int],
-                     budget: Budget, spec: ModelSpec, prof: Profile, store: SweepStore, report: SweepReport, *,
+                     jobs_of: Callable[[list], list], metadata_of: Callable[[Any], dict[str, Any]], budget: Budget, spec: ModelSpec, prof: Profile, store: SweepStore, report: SweepReport, *,
                      planned: dict[str, str], log_samples: bool, progress: bool, echo: Callable[[str], None],
                      what: str = "") -> None:
     """The later rounds of an adaptive budget (``adaptive``), each once the earlier ones are saved.
 
     ``plan_next(round, earlier)`` gives the round's variants keyed by their first-slice variant
     (``adaptive.plan_round`` for the nine tasks, ``harness_runs.plan_harness_round`` for harness
-    tasks); ``jobs_of`` makes their jobs.
+    tasks); ``jobs_of`` makes their jobs; ``metadata_of`` gives a variant's metadata (its fingerprint
+    and budget cells).
     """
     earlier = {v.name: [v] for v in first}
     for budget_round in range(1, ADAPTIVE_ROUNDS + 1):
         later = plan_next(budget_round, earlier)
         for name, variant in later.items():
             earlier[name].append(variant)
-            planned[variant.name] = fingerprint_of(variant)
+            planned[variant.name] = metadata_of(variant)["variant_fingerprint"]
         variants = list(later.values())
         done = store.finished()
         store.check_conflicts({v.name: planned[v.name] for v in variants}, done,
                               budget=budget.as_dict())
         pending = [v for v in variants if v.name not in done]
-        cells = sum(cells_of(v) for v in variants)
+        cells = sum(len(metadata_of(v)[BUDGET_KEY]["items"]) for v in variants)
         echo(f"adaptive round {budget_round} of {ADAPTIVE_ROUNDS}{what}: {cells:,} more cells for {len(variants)} "
              f"instruction(s), {len(pending)} variant(s) to run")
         report.planned += len(variants)
