@@ -18,9 +18,11 @@ and the same tokenisation (``_encode_pair``, BOS handling, left truncation to ``
 It falls back to the parent ``HFLM`` code, explicitly and with a logged reason (``support``), for
 anything else: ``loglikelihood_rolling``, seq2seq and multimodal models, attention implementations
 other than ``sdpa``/``eager``, layer types other than (windowed) attention, sequences longer than a
-sliding window, sampling or extra generation kwargs, generation configs with logits processors,
-and any model that fails the one-time self-check. ``prefix_sharing=False`` turns the whole backend
-into plain ``hf``.
+chunked-attention chunk, sampling or extra generation kwargs, generation configs with logits
+processors, and any model that fails the one-time self-check. Sequences longer than a sliding
+window (Gemma 3's 512 tokens) stay on the prefix path with one mask per layer type, the sliding
+one windowed, once a second self-check on sequences that cross the window has passed.
+``prefix_sharing=False`` turns the whole backend into plain ``hf``.
 
 Extra ``model_args``:
 

@@ -27,7 +27,7 @@ last context position gives the first greedy token and the tree's KV is the prom
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -47,6 +47,24 @@ class ForwardSpec:
     mask_dtype: torch.dtype | None  # None: boolean masks (sdpa); else an additive float mask of this dtype (eager)
     logits_mode: str  # "mask": bool logits_to_keep; "last": int logits_to_keep; "none": full logits
     softmax_dtype: torch.dtype | None
+    # each attention layer type's window ({"full_attention": None, "sliding_attention": 512}); empty:
+    # no windowed layers. A pass whose positions reach a window gets one mask per layer type.
+    windows: dict[str, int | None] = field(default_factory=dict)
+
+    def masks(self, rows: list[Row], pmax: int, lmax: int, positions: torch.Tensor) -> torch.Tensor | dict[str, torch.Tensor]:
+        """The attention mask(s) of one pass: one tree mask while every query is within every
+        window, else a windowed mask per layer type (a dict when the model mixes types, as the
+        models whose forward takes a mask per layer type do)."""
+        reach = int(positions.max()) if positions.numel() else 0
+        if not any(w is not None and reach >= w for w in self.windows.values()):
+            return tree_mask(rows, pmax, lmax, self.device, self.mask_dtype)
+        built: dict[int | None, torch.Tensor] = {}
+        for window in self.windows.values():
+            if window not in built:
+                built[window] = tree_mask(rows, pmax, lmax, self.device, self.mask_dtype, window, positions)
+        if len(self.windows) == 1:
+            return next(iter(built.values()))
+        return {kind: built[window] for kind, window in self.windows.items()}
 
 
 class TreeEvaluator:
@@ -197,7 +215,7 @@ class TreeEvaluator:
         entry_index = [slot_of[bc] for bc in entry_slot]
 
         cache = make_cache(self._past(rows, pmax))  # the padded past is owned by the cache alone
-        mask = tree_mask(rows, pmax, lmax, device, self.spec.mask_dtype)
+        mask = self.spec.masks(rows, pmax, lmax, pos)
         ids, pos = ids.to(device), pos.to(device)
 
         mode = self.spec.logits_mode

@@ -7,6 +7,10 @@ itself and to every ancestor node in the row; padding queries attend to themselv
 softmax row is empty). The result is ``[rows, 1, lmax, pmax + lmax]``: boolean (``True`` = attend)
 for sdpa, or additive (0 / dtype min) in ``mask_dtype`` for eager attention.
 
+With a ``window`` (a sliding-attention layer's), a query at position ``q`` also sees only the keys
+at positions ``k`` with ``q - k < window``, the rule transformers' ``sliding_window_overlay``
+applies; the past's keys sit at positions ``0 .. p - 1``, the row's at their ``positions``.
+
 Example:
     >>> from .tree import PrefixTree
     >>> from .batch_rows import Row
@@ -23,7 +27,8 @@ import torch
 from .batch_rows import Row
 
 
-def tree_mask(rows: list[Row], pmax: int, lmax: int, device: torch.device, mask_dtype: torch.dtype | None) -> torch.Tensor:
+def tree_mask(rows: list[Row], pmax: int, lmax: int, device: torch.device, mask_dtype: torch.dtype | None,
+              window: int | None = None, positions: torch.Tensor | None = None) -> torch.Tensor:
     mask = torch.zeros((len(rows), 1, lmax, pmax + lmax), dtype=torch.bool)
     tril = torch.ones((lmax, lmax), dtype=torch.bool).tril()
     for b, row in enumerate(rows):
@@ -42,7 +47,21 @@ def tree_mask(rows: list[Row], pmax: int, lmax: int, device: torch.device, mask_
         if row.length < lmax:
             idx = torch.arange(row.length, lmax)
             mask[b, 0, idx, pmax + idx] = True
+    if window is not None:
+        if positions is None:
+            raise ValueError("a windowed tree mask needs the rows' positions")
+        mask &= _within_window(rows, pmax, positions.cpu(), window)
     mask = mask.to(device)
     if mask_dtype is not None:
         mask = torch.zeros(mask.shape, dtype=mask_dtype, device=mask.device).masked_fill(~mask, torch.finfo(mask_dtype).min)
     return mask
+
+
+def _within_window(rows: list[Row], pmax: int, positions: torch.Tensor, window: int) -> torch.Tensor:
+    """``[rows, 1, lmax, pmax + lmax]``: True where the key is fewer than ``window`` positions before the query."""
+    keys = torch.zeros((len(rows), pmax + positions.shape[1]), dtype=torch.long)
+    for b, row in enumerate(rows):
+        p = row.past.end
+        keys[b, pmax - p : pmax] = torch.arange(p)
+    keys[:, pmax:] = positions
+    return ((positions[:, :, None] - keys[:, None, :]) < window)[:, None]

@@ -26,7 +26,7 @@ from .evaluator import ForwardSpec, TreeEvaluator
 from .generation import TreeGreedyGeneration, greedy_unsupported
 from .kv import cache_argument, cache_tensors, make_cache, output_cache, parse_bytes
 from .loglikelihood import TreeLoglikelihood
-from .support import PrefixSupport
+from .support import PrefixSupport, layer_windows
 from .tree import PrefixTree
 
 log = logging.getLogger(__name__)
@@ -202,6 +202,7 @@ class InstructEvalHFLM(HFLM):
                 mask_dtype=None if attn == "sdpa" else (self.mixed_precision_dtype or model.dtype),
                 logits_mode=mode,
                 softmax_dtype=self.softmax_dtype,
+                windows=layer_windows(model.config),
             )
         return self._ie_spec_cache
 

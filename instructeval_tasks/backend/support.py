@@ -1,10 +1,12 @@
 """Whether the prefix-tree path can serve a model (and a set of requests), and why not.
 
 The checks are structural (causal text model, sdpa/eager attention, a forward that takes a KV
-cache, position ids and a 4D mask; attention layers only, windows no shorter than the sequences)
-plus a one-time numerical self-check: tree evaluation (shared pasts, packing, deferred children)
-against plain forwards of a few short sequences. Anything that fails goes to the stock ``HFLM``
-code, with the reason logged once.
+cache, position ids and a 4D mask; attention layers only, no chunked-attention layer shorter than
+the sequences) plus a one-time numerical self-check: tree evaluation (shared pasts, packing,
+deferred children) against plain forwards of a few short sequences. Sequences longer than a
+sliding-attention window (Gemma 3's 512) get windowed masks, one per layer type; the first such
+request runs a second self-check, on sequences that cross the window, against the model's own
+windowed forward. Anything that fails goes to the stock ``HFLM`` code, with the reason logged once.
 """
 
 from __future__ import annotations
@@ -36,25 +38,14 @@ class PrefixSupport:
     def __init__(self, lm: HFLM, spec: ForwardSpec) -> None:
         self.lm, self.spec = lm, spec
         self.self_check: str | None = None  # None: not run yet; "": passed; else the failure
+        self.window_check: str | None = None  # the same, for sequences longer than the window
         self._noted: set[str] = set()
 
     def window(self) -> tuple[set[str], int | None]:
         """The model's layer types and its smallest attention window (None: no windowed layers)."""
-        config = self.lm.model.config
-        text = config.get_text_config(decoder=True) if hasattr(config, "get_text_config") else config
-        try:
-            from transformers.cache_utils import get_layer_types_and_kwargs
-
-            types, per_layer = get_layer_types_and_kwargs(text)
-        except Exception:  # older transformers
-            types = list(getattr(text, "layer_types", None) or [])
-            window = getattr(text, "sliding_window", None) if getattr(text, "use_sliding_window", True) else None
-            if not types:
-                types = ["sliding_attention" if window else "full_attention"]
-            per_layer = [{"sliding_window": window}] * len(types)
-        windows = [kw.get("sliding_window") for t, kw in zip(types, per_layer) if t in WINDOWED_LAYER_TYPES]
-        windows = [int(w) for w in windows if w]
-        return set(types), (min(windows) if windows else None)
+        windows = layer_windows(self.lm.model.config)
+        sizes = [w for w in windows.values() if w is not None]
+        return set(windows), (min(sizes) if sizes else None)
 
     def reason(self, max_len: int = 0) -> str | None:
         """Why the prefix path cannot serve sequences of up to ``max_len`` tokens (None when it can)."""
@@ -80,12 +71,19 @@ class PrefixSupport:
         other = types - {"full_attention", *WINDOWED_LAYER_TYPES}
         if other:
             return f"layer types {sorted(other)}"
-        if window is not None and max_len > window:
-            return f"sequences of {max_len} tokens exceed the attention window ({window})"
+        beyond = window is not None and max_len > window
+        if beyond and "chunked_attention" in types:
+            return f"sequences of {max_len} tokens exceed the attention chunk ({window})"
         if self.self_check is None:
             self.self_check = self._check_logits_modes()
         if self.self_check:
             return f"self-check failed: {self.self_check}"
+        if beyond:
+            if self.window_check is None:
+                self.window_check = self._run_window_check(window)
+            if self.window_check:
+                return (f"sequences of {max_len} tokens exceed the attention window ({window}) and the windowed "
+                        f"self-check failed: {self.window_check}")
         return None
 
     def note(self, what: str, reason: str) -> None:
@@ -157,3 +155,78 @@ class PrefixSupport:
             return ""
         except Exception as err:  # any model that cannot take these inputs
             return f"{type(err).__name__}: {err}"
+
+    def _run_window_check(self, window: int) -> str:
+        """Tree evaluation of sequences that cross the window (branching before and after it, in one
+        packed row and in rows split over pasts) vs the model's own forward of each, which builds its
+        windowed masks itself. Compared on the last positions, where the window cuts keys off."""
+        lm = self.lm
+        try:
+            vocab = int(min(getattr(lm.model.config.get_text_config(), "vocab_size", 0) or len(lm.tokenizer),
+                            len(lm.tokenizer)))
+            gen = torch.Generator().manual_seed(window)
+            base = torch.randint(5, max(6, min(vocab, 5000)), (window + 16,), generator=gen).tolist()
+            w = window
+            seqs = [tuple(base[: w + 12]), tuple(base[: w + 4] + base[w + 8 : w + 16]),
+                    tuple(base[: w - 6] + base[w + 2 : w + 14])]
+            last = 10
+            tree = PrefixTree(seqs)
+            for sid, seq in enumerate(seqs):
+                for j in range(len(seq) - last, len(seq)):
+                    tree.locate(sid, j).entries.append((sid * 100_000 + j, j, -1))
+            got: dict[tuple[int, int], torch.Tensor] = {}
+
+            def on_entries(eids, picked, index, targets):
+                lsm = F.log_softmax(picked.float(), dim=-1)
+                for eid, i in zip(eids, index.tolist()):
+                    got[(eid // 100_000, eid % 100_000)] = lsm[i].cpu()
+
+            takes_keep = "logits_to_keep" in inspect.signature(lm.model.forward).parameters
+            refs = []
+            for seq in seqs:
+                ids = torch.tensor([seq], dtype=torch.long, device=lm.device)
+                with torch.no_grad():
+                    logits = lm.model(ids, **({"logits_to_keep": last} if takes_keep else {})).logits[0, -last:]
+                refs.append(F.log_softmax(logits.float(), dim=-1).cpu())
+            dtype = lm.mixed_precision_dtype or lm.model.dtype
+            tol = 1e-4 if dtype == torch.float32 else 0.05
+            # rows split below the first branch (pasts that cross the window), then one packed row
+            for subtree, pack in ((w // 2, 0), (4 * w, 4 * w)):
+                got.clear()
+                TreeEvaluator(tree, self.spec, token_budget=2 * subtree, subtree_tokens=subtree,
+                              pack_tokens=pack).run(on_entries)
+                worst = 0.0
+                for sid, seq in enumerate(seqs):
+                    for i, j in enumerate(range(len(seq) - last, len(seq))):
+                        p = refs[sid][i]
+                        worst = max(worst, float((p.exp() * (p - got[(sid, j)])).sum()))
+                if not worst <= tol:
+                    return f"max KL {worst:.3g} > {tol} (row budget {subtree})"
+            return ""
+        except Exception as err:  # e.g. a forward that takes no mask per layer type
+            return f"{type(err).__name__}: {err}"
+
+
+def layer_windows(config) -> dict[str, int | None]:
+    """Each attention layer type of ``config``'s text model and its window (None: full attention).
+
+    Example: Gemma 3 270M gives ``{"sliding_attention": 512, "full_attention": None}``; Llama
+    ``{"full_attention": None}``."""
+    text = config.get_text_config(decoder=True) if hasattr(config, "get_text_config") else config
+    try:
+        from transformers.cache_utils import get_layer_types_and_kwargs
+
+        types, per_layer = get_layer_types_and_kwargs(text)
+    except Exception:  # older transformers
+        types = list(getattr(text, "layer_types", None) or [])
+        window = getattr(text, "sliding_window", None) if getattr(text, "use_sliding_window", True) else None
+        if not types:
+            types = ["sliding_attention" if window else "full_attention"]
+        per_layer = [{"sliding_window": window}] * len(types)
+    windows: dict[str, int | None] = {}
+    for kind, kwargs in zip(types, per_layer):
+        size = kwargs.get("sliding_window") if kind in WINDOWED_LAYER_TYPES else None
+        size = int(size) if size else None
+        known = windows.get(kind, size)
+        windows[kind] = size if known is None or size is None else min(known, size)
+    return windows

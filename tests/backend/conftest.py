@@ -42,10 +42,10 @@ def _tiny_tokenizer(*, bos: bool):
     return PreTrainedTokenizerFast(tokenizer_object=bpe, bos_token="<s>", eos_token="</s>", unk_token="<unk>")
 
 
-def build_tiny_lm(out_dir: Path, arch: str = "llama", *, bos: bool = False) -> Path:
+def build_tiny_lm(out_dir: Path, arch: str = "llama", *, bos: bool = False, window: int = 128) -> Path:
     """A 2-layer causal LM of ``arch`` (``llama``, ``gemma3`` or ``qwen2``: GQA, RoPE; random weights,
     seed 0) with the tiny Metaspace tokenizer. Gemma 3 gets its mix of sliding and full attention
-    layers, with windows longer than the test sequences."""
+    layers, with a ``window`` longer than the test sequences unless a test asks for a short one."""
     import torch
 
     tokenizer = _tiny_tokenizer(bos=bos)
@@ -59,7 +59,7 @@ def build_tiny_lm(out_dir: Path, arch: str = "llama", *, bos: bool = False) -> P
     elif arch == "gemma3":
         from transformers import Gemma3ForCausalLM, Gemma3TextConfig
 
-        config = Gemma3TextConfig(**common, head_dim=16, sliding_window=128, layer_types=["sliding_attention", "full_attention"])
+        config = Gemma3TextConfig(**common, head_dim=16, sliding_window=window, layer_types=["sliding_attention", "full_attention"])
         model_class = Gemma3ForCausalLM
     elif arch == "qwen2":
         from transformers import Qwen2Config, Qwen2ForCausalLM
@@ -89,6 +89,12 @@ def tiny_arch_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Tiny Gemma 3 and Qwen2 models (the real small models' other architectures), no BOS."""
     root = tmp_path_factory.mktemp("tiny_arch")
     return {arch: build_tiny_lm(root / arch, arch) for arch in ("gemma3", "qwen2")}
+
+
+@pytest.fixture(scope="session")
+def tiny_windowed_gemma_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny Gemma 3 whose sliding layer sees 16 tokens: test requests cross its window."""
+    return build_tiny_lm(tmp_path_factory.mktemp("tiny_windowed") / "gemma3", "gemma3", window=16)
 
 
 @pytest.fixture(scope="session")
