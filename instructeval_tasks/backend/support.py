@@ -115,44 +115,20 @@ class PrefixSupport:
         below 1e-2 here."""
         lm = self.lm
         try:
-            vocab = int(min(getattr(lm.model.config.get_text_config(), "vocab_size", 0) or len(lm.tokenizer),
-                            len(lm.tokenizer)))
+            vocab = self._token_range()
             stem = [t for t in lm.tokenizer.encode(_SELF_CHECK_TEXT, add_special_tokens=False) if 0 <= t < vocab][:14]
             if len(stem) < 10:
                 gen = torch.Generator().manual_seed(1234)
                 stem = torch.randint(5, max(6, min(vocab, 5000)), (14,), generator=gen).tolist()
             seqs = [stem[:12], stem[:9] + stem[10:11], stem[:9] + stem[11:14] + stem[9:11], stem[:12] + stem[:2], stem[:4]]
             seqs = list(dict.fromkeys(tuple(s) for s in seqs))
-            tree = PrefixTree(seqs)
-            for sid, seq in enumerate(seqs):
-                for j in range(len(seq)):
-                    tree.locate(sid, j).entries.append((sid * 100 + j, j, -1))
-            got: dict[tuple[int, int], torch.Tensor] = {}
-
-            def on_entries(eids, picked, index, targets):
-                lsm = F.log_softmax(picked.float(), dim=-1)
-                for eid, i in zip(eids, index.tolist()):
-                    got[(eid // 100, eid % 100)] = lsm[i].cpu()
-
             refs = []
             for seq in seqs:
                 ids = torch.tensor([seq], dtype=torch.long, device=lm.device)
                 with torch.no_grad():
                     refs.append(F.log_softmax(lm.model(ids).logits[0].float(), dim=-1).cpu())
-            dtype = lm.mixed_precision_dtype or lm.model.dtype
-            tol = 1e-4 if dtype == torch.float32 else 0.05
-            for subtree, pack in ((3, 0), (64, 64)):  # tiny rows, every child deferred; one packed row
-                got.clear()
-                TreeEvaluator(tree, self.spec, token_budget=2 * subtree, subtree_tokens=subtree,
-                              pack_tokens=pack).run(on_entries)
-                worst = 0.0
-                for sid, seq in enumerate(seqs):
-                    for j in range(len(seq)):
-                        p = refs[sid][j]
-                        worst = max(worst, float((p.exp() * (p - got[(sid, j)])).sum()))
-                if not worst <= tol:
-                    return f"max KL {worst:.3g} > {tol} (row budget {subtree})"
-            return ""
+            # tiny rows, every child deferred; one packed row
+            return self._tree_against(seqs, [range(len(seq)) for seq in seqs], refs, ((3, 0), (64, 64)))
         except Exception as err:  # any model that cannot take these inputs
             return f"{type(err).__name__}: {err}"
 
@@ -162,25 +138,12 @@ class PrefixSupport:
         windowed masks itself. Compared on the last positions, where the window cuts keys off."""
         lm = self.lm
         try:
-            vocab = int(min(getattr(lm.model.config.get_text_config(), "vocab_size", 0) or len(lm.tokenizer),
-                            len(lm.tokenizer)))
             gen = torch.Generator().manual_seed(window)
-            base = torch.randint(5, max(6, min(vocab, 5000)), (window + 16,), generator=gen).tolist()
+            base = torch.randint(5, max(6, min(self._token_range(), 5000)), (window + 16,), generator=gen).tolist()
             w = window
             seqs = [tuple(base[: w + 12]), tuple(base[: w + 4] + base[w + 8 : w + 16]),
                     tuple(base[: w - 6] + base[w + 2 : w + 14])]
             last = 10
-            tree = PrefixTree(seqs)
-            for sid, seq in enumerate(seqs):
-                for j in range(len(seq) - last, len(seq)):
-                    tree.locate(sid, j).entries.append((sid * 100_000 + j, j, -1))
-            got: dict[tuple[int, int], torch.Tensor] = {}
-
-            def on_entries(eids, picked, index, targets):
-                lsm = F.log_softmax(picked.float(), dim=-1)
-                for eid, i in zip(eids, index.tolist()):
-                    got[(eid // 100_000, eid % 100_000)] = lsm[i].cpu()
-
             takes_keep = "logits_to_keep" in inspect.signature(lm.model.forward).parameters
             refs = []
             for seq in seqs:
@@ -188,24 +151,49 @@ class PrefixSupport:
                 with torch.no_grad():
                     logits = lm.model(ids, **({"logits_to_keep": last} if takes_keep else {})).logits[0, -last:]
                 refs.append(F.log_softmax(logits.float(), dim=-1).cpu())
-            dtype = lm.mixed_precision_dtype or lm.model.dtype
-            tol = 1e-4 if dtype == torch.float32 else 0.05
             # rows split below the first branch (pasts that cross the window), then one packed row
-            for subtree, pack in ((w // 2, 0), (4 * w, 4 * w)):
-                got.clear()
-                TreeEvaluator(tree, self.spec, token_budget=2 * subtree, subtree_tokens=subtree,
-                              pack_tokens=pack).run(on_entries)
-                worst = 0.0
-                for sid, seq in enumerate(seqs):
-                    for i, j in enumerate(range(len(seq) - last, len(seq))):
-                        p = refs[sid][i]
-                        worst = max(worst, float((p.exp() * (p - got[(sid, j)])).sum()))
-                if not worst <= tol:
-                    return f"max KL {worst:.3g} > {tol} (row budget {subtree})"
-            return ""
+            return self._tree_against(seqs, [range(len(seq) - last, len(seq)) for seq in seqs], refs,
+                                      ((w // 2, 0), (4 * w, 4 * w)))
         except Exception as err:  # e.g. a forward that takes no mask per layer type
             return f"{type(err).__name__}: {err}"
 
+    def _token_range(self) -> int:
+        """Token ids below this are valid for both the model and the tokenizer."""
+        lm = self.lm
+        return int(min(getattr(lm.model.config.get_text_config(), "vocab_size", 0) or len(lm.tokenizer), len(lm.tokenizer)))
+
+    def _tree_against(self, seqs: list[tuple[int, ...]], scored: list[range], refs: list[torch.Tensor],
+                      layouts: tuple[tuple[int, int], ...]) -> str:
+        """The tree evaluation of ``seqs`` under each ``(subtree_tokens, pack_tokens)`` layout against
+        reference next-token log-probabilities (``refs[s][i]`` is position ``scored[s][i]`` of
+        sequence ``s``): "" when the largest KL divergence is within the dtype's tolerance, else why not."""
+        lm = self.lm
+        tree = PrefixTree(seqs)
+        cells: list[tuple[int, int]] = []
+        for sid, positions in enumerate(scored):
+            for i, j in enumerate(positions):
+                tree.locate(sid, j).entries.append((len(cells), j, -1))
+                cells.append((sid, i))
+        got: dict[tuple[int, int], torch.Tensor] = {}
+
+        def on_entries(eids, picked, index, targets):
+            lsm = F.log_softmax(picked.float(), dim=-1)
+            for eid, k in zip(eids, index.tolist()):
+                got[cells[eid]] = lsm[k].cpu()
+
+        dtype = lm.mixed_precision_dtype or lm.model.dtype
+        tol = 1e-4 if dtype == torch.float32 else 0.05
+        for subtree, pack in layouts:
+            got.clear()
+            TreeEvaluator(tree, self.spec, token_budget=2 * subtree, subtree_tokens=subtree,
+                          pack_tokens=pack).run(on_entries)
+            worst = 0.0
+            for cell in cells:
+                p = refs[cell[0]][cell[1]]
+                worst = max(worst, float((p.exp() * (p - got[cell])).sum()))
+            if not worst <= tol:
+                return f"max KL {worst:.3g} > {tol} (row budget {subtree})"
+        return ""
 
 def layer_windows(config) -> dict[str, int | None]:
     """Each attention layer type of ``config``'s text model and its window (None: full attention).
