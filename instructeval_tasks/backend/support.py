@@ -43,7 +43,7 @@ class PrefixSupport:
 
     def window(self) -> tuple[set[str], int | None]:
         """The model's layer types and its smallest attention window (None: no windowed layers)."""
-        windows = layer_windows(self.lm.model.config)
+        windows = self.spec.windows  # read from the model config once, when the spec was built
         sizes = [w for w in windows.values() if w is not None]
         return set(windows), (min(sizes) if sizes else None)
 

@@ -9,6 +9,7 @@ self-check and falls back to the stock code, with the reason recorded.
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 
 import pytest
@@ -89,7 +90,7 @@ def test_a_forward_without_masks_per_layer_type_fails_the_windowed_check(windowe
             attention_mask = attention_mask["full_attention"]
         return inner(*args, attention_mask=attention_mask, **kwargs)
 
-    forward.__signature__ = __import__("inspect").signature(inner)
+    forward.__signature__ = inspect.signature(inner)
     model.forward = forward
     new = InstructEvalHFLM(pretrained=model, tokenizer=AutoTokenizer.from_pretrained(windowed_dir), device="cpu",
                            batch_size=4, max_length=128)
