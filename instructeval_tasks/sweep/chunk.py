@@ -178,7 +178,26 @@ def stock_path_note(results: dict[str, Any]) -> str:
         return ""
     total = int(record.get("prefix_requests") or 0) + int(record["stock_requests"])
     reasons = "; ".join(sorted(record.get("stock_reasons") or {}))
-    return f" [{record['stock_requests']} of {total} requests on the stock path: {reasons}]"
+    pooled = f" of a call pooling {record['pooled_variants']} variants" if record.get("pooled_variants") else ""
+    return f" [{record['stock_requests']} of {total} requests{pooled} on the stock path: {reasons}]"
+
+
+def _prepared_task(lm: Any, variant: Variant, profile: Profile, metadata: dict[str, dict[str, Any]],
+                   bases: dict[str, dict[str, Any]]) -> tuple[Any, list[int] | None, dict[str, Any]]:
+    """``variant``'s harness task, its budget's cells (None: every item) and its chat keywords."""
+    from ..task import base_task_config, task_from_config
+
+    base = bases.setdefault(variant.task, base_task_config(variant.task))
+    task = task_from_config(variant_config(base, variant, profile, metadata[variant.name]))
+    budget = metadata[variant.name].get(BUDGET_KEY)
+    # A budgeted variant evaluates its cells through the harness's own doc selection
+    # (``lm_eval --samples``); the logged doc_id stays the item's position in the test sample.
+    items = list(budget["items"]) if budget else None
+    chat = chat_arguments(lm, variant)
+    # A prompt longer than the window would lose its instruction first: refused, or recorded.
+    task.truncation = check_window(task, lm, variant.name, allow=bool(metadata[variant.name].get(ALLOW_TRUNCATION_KEY)),
+                                   doc_ids=items, chat=chat)
+    return task, items, chat
 
 
 def evaluate_chunk(
@@ -199,25 +218,15 @@ def evaluate_chunk(
     """
     import lm_eval
 
-    from ..task import base_task_config, task_from_config
-
     parts: list[dict[str, Any]] = []
     samples: dict[str, list[dict]] = {}
     with environment_info_once():  # torch's collect_env once per process, not ~4 s per variant
         for variant in variants:
             started = time.monotonic()
-            base = bases.setdefault(variant.task, base_task_config(variant.task))
-            task = task_from_config(variant_config(base, variant, profile, metadata[variant.name]))
-            budget = metadata[variant.name].get(BUDGET_KEY)
-            # A budgeted variant evaluates its cells through the harness's own doc selection
-            # (``lm_eval --samples``); the logged doc_id stays the item's position in the test sample.
-            items = {variant.name: list(budget["items"])} if budget else None
-            chat = chat_arguments(lm, variant)
-            # A prompt longer than the window would lose its instruction first: refused, or recorded.
-            task.truncation = check_window(task, lm, variant.name, allow=bool(metadata[variant.name].get(ALLOW_TRUNCATION_KEY)),
-                                           doc_ids=items[variant.name] if items else None, chat=chat)
+            task, items, chat = _prepared_task(lm, variant, profile, metadata, bases)
             results = lm_eval.simple_evaluate(model=lm, tasks=[task], log_samples=log_samples, verbosity="ERROR",
-                                              task_manager=object_task_manager(), samples=items, **chat)
+                                              task_manager=object_task_manager(),
+                                              samples={variant.name: items} if items is not None else None, **chat)
             variant_samples = results.pop("samples", None) or {}
             if log_samples:
                 samples.update(variant_samples)
@@ -225,6 +234,79 @@ def evaluate_chunk(
             if on_variant is not None:
                 on_variant(variant, results, time.monotonic() - started)
     return merge_results(parts), samples
+
+
+# A pooled harness call takes budgeted chunks until their cells reach this many items: enough
+# requests to fill the backend's batches and spread the call's fixed cost, few enough that an
+# interrupted sweep loses at most a few seconds' worth of variants.
+POOL_ITEMS = 200
+
+
+def pool_key(job: Any) -> tuple | None:
+    """What chunks must share to be evaluated in one harness call (their chat keywords); None for a
+    chunk that is evaluated on its own: a harness task's job (one call already), or a chunk with a
+    variant that is not budgeted (its variant has enough items to fill the batches alone)."""
+    if hasattr(job, "evaluate_with") or not all(BUDGET_KEY in job.metadata[v.name] for v in job.variants):
+        return None
+    keys = {(v.placement, v.fewshot_as_multiturn) for v in job.variants}
+    return next(iter(keys)) if len(keys) == 1 else None
+
+
+def pool_items(job: "ChunkJob") -> int:
+    """The cells a budgeted chunk evaluates (items summed over its variants)."""
+    return sum(len(job.metadata[v.name][BUDGET_KEY]["items"]) for v in job.variants)
+
+
+def evaluate_pool(
+    lm: Any,
+    jobs: list["ChunkJob"],
+    profile: Profile,
+    bases: dict[str, dict[str, Any]],
+    *,
+    log_samples: bool,
+    on_variant: Callable[[Variant, dict[str, Any], float], None] | None = None,
+) -> list[tuple[dict[str, Any], dict[str, list[dict]]]]:
+    """Budgeted chunks (same ``pool_key``) in one harness call, split back into one (results,
+    samples) per chunk, in ``jobs``' order.
+
+    A budgeted variant evaluates a few items, so one call per variant spends more on the harness's
+    fixed cost per call than on the model; pooled, the requests of all the chunks' variants share
+    the backend's batches. Each variant's scores are its own (the harness scores tasks apart);
+    the call's time and ``instructeval_hf`` request counts are the pool's: ``seconds`` and
+    ``total_evaluation_time_seconds`` are the call's time divided evenly over its variants, and
+    the counts' record says how many variants shared them (``pooled_variants``).
+    """
+    import lm_eval
+
+    variants = [v for job in jobs for v in job.variants]
+    metadata = {name: meta for job in jobs for name, meta in job.metadata.items()}
+    started = time.monotonic()
+    with environment_info_once():
+        prepared = [_prepared_task(lm, v, profile, metadata, bases) for v in variants]
+        chat = prepared[0][2]
+        results = lm_eval.simple_evaluate(model=lm, tasks=[task for task, _, _ in prepared], log_samples=log_samples,
+                                          verbosity="ERROR", task_manager=object_task_manager(),
+                                          samples={v.name: items for v, (_, items, _) in zip(variants, prepared)},
+                                          **chat)
+    share = (time.monotonic() - started) / len(variants)
+    pooled_samples = results.pop("samples", None) or {}
+    record = (results.get("config") or {}).get(PATH_KEY)
+    out = []
+    for job in jobs:
+        names = set(job.names)
+        part = copy.copy(results)
+        for key in _PER_TASK_KEYS:
+            if key in results:
+                part[key] = {k: v for k, v in (results[key] or {}).items() if k in names}
+        if isinstance(record, dict):
+            part["config"] = {**results["config"], PATH_KEY: {**record, "pooled_variants": len(variants)}}
+        if "total_evaluation_time_seconds" in results:
+            part["total_evaluation_time_seconds"] = str(share * len(job.variants))
+        out.append((part, {k: v for k, v in pooled_samples.items() if k in names} if log_samples else {}))
+        if on_variant is not None:
+            for variant in job.variants:
+                on_variant(variant, part, share)
+    return out
 
 
 def chat_arguments(lm: Any, variant: Variant) -> dict[str, Any]:
@@ -257,9 +339,52 @@ def evaluate_job(
     else:
         results, samples = evaluate_chunk(lm, job.variants, profile, job.metadata, bases, log_samples=log_samples,
                                           on_variant=on_variant)
+    return _with_model_settings(results, spec), samples
+
+
+def evaluate_jobs(
+    lm: Any,
+    jobs: list[Any],
+    spec: ModelSpec,
+    profile: Profile,
+    bases: dict[str, dict[str, Any]],
+    *,
+    log_samples: bool,
+    on_variant: Callable[[Variant, dict[str, Any], float], None] | None = None,
+) -> list[tuple[dict[str, Any], dict[str, list[dict]]]]:
+    """``evaluate_job`` for each of ``jobs``; budgeted chunks of one ``pool_key`` (``take_pool``'s)
+    in one pooled harness call (``evaluate_pool``)."""
+    if len(jobs) == 1:
+        return [evaluate_job(lm, jobs[0], spec, profile, bases, log_samples=log_samples, on_variant=on_variant)]
+    return [(_with_model_settings(results, spec), samples)
+            for results, samples in evaluate_pool(lm, jobs, profile, bases, log_samples=log_samples,
+                                                  on_variant=on_variant)]
+
+
+def take_pool(queue: Any, *, max_items: int = POOL_ITEMS) -> list[Any]:
+    """The next chunks to evaluate together: one chunk, followed (when it is budgeted) by the next
+    ones of the same ``pool_key`` that the queue can hand out without waiting, while their cells
+    stay within ``max_items``. A chunk that does not fit goes back to the front of the queue."""
+    first = queue.take()
+    if first is None:
+        return []
+    pool, key = [first], pool_key(first)
+    if key is None:
+        return pool
+    items = pool_items(first)
+    while items < max_items and (job := queue.take_ready()) is not None:
+        if pool_key(job) != key or items + pool_items(job) > max_items:
+            queue.retry(job)
+            break
+        pool.append(job)
+        items += pool_items(job)
+    return pool
+
+
+def _with_model_settings(results: dict[str, Any], spec: ModelSpec) -> dict[str, Any]:
     results["config"].update(model=spec.model, model_args=parse_model_args(spec.model_args),
                              batch_size=spec.batch_size, device=spec.resolved_device())
     results["model_name"] = spec.label
-    return results, samples
+    return results
 
 

@@ -48,6 +48,10 @@ class JobQueue:
         """Put back a chunk that was taken but not evaluated (its worker died)."""
         self._jobs.appendleft(job)
 
+    def take_ready(self) -> "ChunkJob | None":
+        """The next chunk if it can be handed out without waiting (to pool with one taken), else None."""
+        return self.take()
+
     def release(self, job: "ChunkJob") -> None:
         """A taken chunk is saved, or will not be (the sweep stops): nothing to do for a plain queue."""
 
@@ -72,17 +76,18 @@ class LocalExecutor:
 
     def run(self, queue: JobQueue, *, spec: "ModelSpec", profile: "Profile", log_samples: bool,
             save: SaveChunk, on_variant: VariantDone, stop: "StopRequests", echo: Callable[[str], None]) -> None:
-        from .chunk import evaluate_job
+        from .chunk import evaluate_jobs, take_pool
 
         lm = self.lm if self.lm is not None else spec.load()
         bases: dict[str, dict[str, Any]] = {}
-        while (job := queue.take()) is not None:
+        while jobs := take_pool(queue):
             try:
-                results, samples = evaluate_job(lm, job, spec, profile, bases, log_samples=log_samples,
-                                                on_variant=on_variant)
-                save(job, results, samples)
+                for job, (results, samples) in zip(jobs, evaluate_jobs(lm, jobs, spec, profile, bases,
+                                                                       log_samples=log_samples, on_variant=on_variant)):
+                    save(job, results, samples)
             finally:
-                queue.release(job)
+                for job in jobs:
+                    queue.release(job)
             if stop.requested:
                 raise KeyboardInterrupt
 

@@ -122,6 +122,11 @@ class ClaimingQueue(JobQueue):
         return fresh
 
     def take(self) -> "ChunkJob | None":
+        job = self.take_ready()
+        return job if job is not None else self._take_busy()
+
+    def take_ready(self) -> "ChunkJob | None":
+        """The next chunk no other process holds (claimed now), or None: no waiting."""
         while self._jobs:
             job = self._jobs.popleft()
             if job.key in self._held:  # put back by retry(): still ours
@@ -135,6 +140,10 @@ class ClaimingQueue(JobQueue):
             fresh = self._claimed(job, lock)
             if fresh is not None:
                 return fresh
+        return None
+
+    def _take_busy(self) -> "ChunkJob | None":
+        """A chunk another process held when first met, once its claim is free (waits for it)."""
         while self._busy:
             job = self._busy.popleft()
             lock = self._lock(job)
