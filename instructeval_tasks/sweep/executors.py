@@ -1,7 +1,8 @@
 """Who evaluates a sweep's chunks: the sweep's own process (``local``) or a pool of Ray workers (``ray``).
 
 Every executor runs the same step, ``chunk.evaluate_job``, on whole chunks (one task x instruction,
-so a backend's prefix sharing still works inside a chunk), and hands each evaluated chunk to the
+so a backend's prefix sharing still works inside a chunk; the local executor evaluates consecutive
+budgeted chunks in one pooled harness call, ``chunk.evaluate_jobs``), and hands each evaluated chunk to the
 ``save`` callback in the sweep's process, which alone writes the output. Executors take their chunks
 from a ``JobQueue`` and may put back a chunk whose worker died; the queue decides which chunk comes
 next (a shard's queue also claims each chunk on disk, see ``shards``).
@@ -67,7 +68,7 @@ class Executor(Protocol):
 
 
 class LocalExecutor:
-    """Today's loop: one model in the sweep's process, chunks one after the other."""
+    """One model in the sweep's process, chunks one after the other (budgeted ones pooled, ``chunk.take_pool``)."""
 
     name = "local"
 

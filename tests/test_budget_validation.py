@@ -1,0 +1,35 @@
+"""The budget benchmark's reference estimator ``known-b`` (item effects known exactly)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+
+from budget_validation import known_items_estimate  # noqa: E402
+
+
+def test_every_cell_observed_gives_the_exact_accuracies():
+    rng = np.random.default_rng(0)
+    y = (rng.random((6, 20)) < 0.6).astype(float)
+    assert np.allclose(known_items_estimate(y, [list(range(20))] * 6), y.mean(axis=1))
+
+
+def test_a_grid_without_interactions_is_recovered_from_any_cells():
+    # y_ij = d_j + r_i exactly (no instruction x item interaction): the unseen cells are known
+    d = np.linspace(0.2, 0.6, 10)
+    r = np.array([-0.1, 0.0, 0.15, 0.3])
+    y = d[None, :] + r[None, :].T
+    y = y - y.mean(axis=0) + d  # item means over instructions equal d, as the estimator takes them
+    chosen = [[0, 3], [1, 2, 9], [5], [4, 8]]
+    assert np.allclose(known_items_estimate(y, chosen), y.mean(axis=1))
+
+
+def test_an_interaction_in_unseen_cells_is_its_error():
+    y = np.array([[1.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 1.0]])  # pure interaction: every item mean is 0.5
+    est = known_items_estimate(y, [[0], [0]])  # each instruction seen on item 0 only
+    assert np.allclose(est, [(1 + 3 * 1.0) / 4, (0 + 3 * 0.0) / 4])  # shifted by the one residual: off by 0.5
+    assert np.allclose(np.abs(est - y.mean(axis=1)), 0.5)
