@@ -361,10 +361,12 @@ def evaluate_jobs(
                                                   on_variant=on_variant)]
 
 
-def take_pool(queue: Any, *, max_items: int = POOL_ITEMS) -> list[Any]:
+def take_pool(queue: Any, *, max_items: int | None = None) -> list[Any]:
     """The next chunks to evaluate together: one chunk, followed (when it is budgeted) by the next
     ones of the same ``pool_key`` that the queue can hand out without waiting, while their cells
-    stay within ``max_items``. A chunk that does not fit goes back to the front of the queue."""
+    stay within ``max_items`` (default ``POOL_ITEMS``; 0 evaluates every chunk alone). A chunk that
+    does not fit goes back to the front of the queue."""
+    max_items = POOL_ITEMS if max_items is None else max_items
     first = queue.take()
     if first is None:
         return []
