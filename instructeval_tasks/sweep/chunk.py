@@ -298,8 +298,9 @@ def evaluate_pool(
         for key in _PER_TASK_KEYS:
             if key in results:
                 part[key] = {k: v for k, v in (results[key] or {}).items() if k in names}
+        part["config"] = dict(results["config"])  # each chunk's own (the model settings are added to it)
         if isinstance(record, dict):
-            part["config"] = {**results["config"], PATH_KEY: {**record, "pooled_variants": len(variants)}}
+            part["config"][PATH_KEY] = {**record, "pooled_variants": len(variants)}
         if "total_evaluation_time_seconds" in results:
             part["total_evaluation_time_seconds"] = str(share * len(job.variants))
         out.append((part, {k: v for k, v in pooled_samples.items() if k in names} if log_samples else {}))
