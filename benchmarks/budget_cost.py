@@ -56,7 +56,9 @@ def cells(folder: Path) -> dict[tuple[str, int], float]:
     out = {}
     for path in folder.rglob("samples_*.jsonl"):
         name = re.sub(r"_\d{4}-\d\d-\d\dT.*$", "", path.name[len("samples_"):])
-        for line in path.read_text(encoding="utf-8").splitlines():
+        for line in path.read_text(encoding="utf-8").split("\n"):  # not splitlines: IMDB holds U+0085
+            if not line.strip():
+                continue
             row = json.loads(line)
             key = next(k for k in ("acc_per_token", "acc", "quasi_exact_match") if k in row)
             out[(name, row["doc_id"])] = row[key]

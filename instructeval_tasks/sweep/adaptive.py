@@ -51,7 +51,8 @@ def saved_rows(store: SweepStore, name: str) -> tuple[Path, list[dict[str, Any]]
     if not files:
         raise UserError(f"{store.root}: no per-sample log of {name}; --budget-design adaptive chooses its later "
                         f"cells from the scores of the earlier ones (run without --no-log-samples)")
-    return files[-1], [json.loads(line) for line in files[-1].read_text(encoding="utf-8").splitlines() if line.strip()]
+    # JSON Lines end at "\n" only: str.splitlines would also split inside a review holding U+0085 or U+2028
+    return files[-1], [json.loads(line) for line in files[-1].read_text(encoding="utf-8").split("\n") if line.strip()]
 
 
 def saved_cells(store: SweepStore, name: str) -> dict[int, float]:

@@ -244,3 +244,14 @@ def test_adaptive_needs_the_local_executor_unsharded(tmp_path):
     )
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
     assert "--budget-design adaptive runs on the local executor, without --shard" in proc.stderr
+
+
+def test_the_adaptive_design_reads_logs_whose_texts_hold_unicode_line_breaks(tmp_path):
+    from types import SimpleNamespace
+
+    from instructeval_tasks.sweep.adaptive import saved_cells
+
+    rows = [{"doc_id": j, "doc": {"text": f"a review\x85with NEL{j}\u2028and LS"}, "acc": float(j % 2)} for j in range(3)]
+    log = tmp_path / "samples_instructeval_imdb__null__zs_2026-01-01T00-00-00.000001.jsonl"
+    log.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    assert saved_cells(SimpleNamespace(root=tmp_path), "instructeval_imdb__null__zs") == {0: 0.0, 1: 1.0, 2: 0.0}
