@@ -94,7 +94,7 @@ def _read_rows(path: Path, records: str | None) -> list[dict[str, Any]]:
             raise LocalDataError(f"{path}: expected a list of rows{f' under {records!r}' if records else ''}")
         return rows
     rows = []
-    for lineno, line in enumerate(text.splitlines(), 1):
+    for lineno, line in enumerate(text.split("\n"), 1):  # not splitlines: a text may hold U+0085 or U+2028
         if line.strip():
             try:
                 rows.append(json.loads(line))

@@ -414,3 +414,12 @@ def test_shards_split_the_harness_tasks_and_together_make_the_whole(harness_swee
     for name, entry in _entries(tmp_path).items():  # the same requests as the unsharded run
         assert entry["result"] == _entries(whole)[name]["result"], name
     assert run_sweep(**common).evaluated == 0
+
+
+def test_local_rows_keep_texts_that_hold_unicode_line_breaks(tmp_path):
+    from instructeval_tasks.harness.local_data import _read_rows
+
+    rows = [{"text": "one\x85two"}, {"text": "three\u2028four"}]
+    path = tmp_path / "eval.jsonl"
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    assert _read_rows(path, None) == rows
