@@ -20,7 +20,6 @@ its self-check, planning) is in all three runs, so the ratio falls as the grid g
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import resource
@@ -31,6 +30,7 @@ import time
 from pathlib import Path
 
 import backend_common as bc
+from instructeval_tasks.data import read_jsonl
 
 _SHARE = re.compile(r"cells \((\d+(?:\.\d+)?)%\)")
 _RUN = ("import sys, instructeval_tasks.sweep.chunk as chunk; chunk.POOL_ITEMS = int(sys.argv[1]); "
@@ -56,10 +56,7 @@ def cells(folder: Path) -> dict[tuple[str, int], float]:
     out = {}
     for path in folder.rglob("samples_*.jsonl"):
         name = re.sub(r"_\d{4}-\d\d-\d\dT.*$", "", path.name[len("samples_"):])
-        for line in path.read_text(encoding="utf-8").split("\n"):  # not splitlines: IMDB holds U+0085
-            if not line.strip():
-                continue
-            row = json.loads(line)
+        for row in read_jsonl(path):
             key = next(k for k in ("acc_per_token", "acc", "quasi_exact_match") if k in row)
             out[(name, row["doc_id"])] = row[key]
     return out

@@ -111,8 +111,9 @@ def cache_from_runs(folder: Path) -> dict:
 
 def _labels(samples_path: str) -> list:
     """Each item's gold class (the samples' ``target``), in doc_id order: the sampler balances them."""
-    text = Path(samples_path).read_text(encoding="utf-8")
-    rows = [json.loads(line) for line in text.split("\n") if line.strip()]  # not splitlines: IMDB holds U+0085
+    from instructeval_tasks.data import read_jsonl
+
+    rows = read_jsonl(Path(samples_path))
     return [str(r["target"]) for r in sorted(rows, key=lambda r: r["doc_id"])]
 
 

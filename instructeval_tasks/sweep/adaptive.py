@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import json
 from pathlib import Path
 from typing import Any
 
+from ..data import read_jsonl
 from ..errors import UserError
 from ..fingerprint import fingerprint
 from .budget import ADAPTIVE_ROUNDS, BUDGET_KEY, Budget, next_round_cells
@@ -51,8 +51,7 @@ def saved_rows(store: SweepStore, name: str) -> tuple[Path, list[dict[str, Any]]
     if not files:
         raise UserError(f"{store.root}: no per-sample log of {name}; --budget-design adaptive chooses its later "
                         f"cells from the scores of the earlier ones (run without --no-log-samples)")
-    # JSON Lines end at "\n" only: str.splitlines would also split inside a review holding U+0085 or U+2028
-    return files[-1], [json.loads(line) for line in files[-1].read_text(encoding="utf-8").split("\n") if line.strip()]
+    return files[-1], read_jsonl(files[-1])
 
 
 def saved_cells(store: SweepStore, name: str) -> dict[int, float]:
