@@ -63,7 +63,7 @@ class Executor(Protocol):
     def run(self, queue: JobQueue, *, spec: "ModelSpec", profile: "Profile", log_samples: bool,
             save: SaveChunk, on_variant: VariantDone, stop: "StopRequests", echo: Callable[[str], None]) -> None:
         """Evaluate every chunk of ``queue`` and ``save`` each (``on_variant`` for each of its variants,
-        with the variant's own time); raise ``KeyboardInterrupt`` when ``stop.requested`` is set,
+        with the variant's own time); ``stop.raise_if_requested()`` between chunks (``Terminated`` or ``KeyboardInterrupt``),
         after saving the chunks already in progress."""
 
 
@@ -89,8 +89,7 @@ class LocalExecutor:
             finally:
                 for job in jobs:
                     queue.release(job)
-            if stop.requested:
-                raise KeyboardInterrupt
+            stop.raise_if_requested()
 
 
 def parse_worker_resources(text: str | dict | None) -> dict[str, Any]:

@@ -251,8 +251,7 @@ class RayExecutor:
                     finally:
                         queue.release(job)
                     idle.append(actor)
-            if stop.requested:
-                raise KeyboardInterrupt
+            stop.raise_if_requested()
         finally:
             for _, job in in_flight.values():
                 queue.release(job)

@@ -525,8 +525,7 @@ def _evaluate_pending(runner: Any, jobs: list[ChunkJob], spec: ModelSpec, prof: 
                 report.result_files.extend(stock.run_ready())
             runner.run(queue, spec=spec, profile=prof, log_samples=log_samples, save=save, on_variant=variant_done,
                        stop=stop, echo=lambda line: bar.write(line, file=sys.stderr))
-            if stop.requested:
-                raise KeyboardInterrupt
+            stop.raise_if_requested()
     except KeyboardInterrupt as stop_now:
         bar.close()
         how = "terminated (SIGTERM)" if isinstance(stop_now, Terminated) else "interrupted"

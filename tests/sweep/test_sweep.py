@@ -217,6 +217,41 @@ def test_sigterm_says_what_is_saved_and_the_rerun_resumes(tmp_path, tiny_model_d
     assert f"{partial} skipped (done)" in output and len(_variants(out)) == 2 * 3 * 7
 
 
+def test_a_sigterm_swallowed_where_it_landed_still_stops_after_the_chunk(tmp_path, tiny_data_dir, monkeypatch,
+                                                                        capfd):
+    """The handler's ``Terminated`` can land in a destructor, where Python reports "Exception ignored
+    in ..." and runs on; the recorded request stops the sweep at the next chunk, without that report."""
+    import gc
+    import os
+
+    from instructeval_tasks.sweep import chunk
+    from instructeval_tasks.sweep.interrupts import Terminated
+
+    class SignalledInDestructor:
+        def __del__(self):
+            os.kill(os.getpid(), signal.SIGTERM)  # the handler runs here, in the main thread
+            time.sleep(0.5)
+
+    evaluate_jobs, calls = chunk.evaluate_jobs, []
+
+    def evaluate_then_drop_the_object(*args, **kwargs):
+        calls.append(1)
+        outcome = evaluate_jobs(*args, **kwargs)
+        SignalledInDestructor()  # dropped at once: __del__ runs, its exception is swallowed
+        gc.collect()
+        return outcome
+
+    monkeypatch.setattr(chunk, "evaluate_jobs", evaluate_then_drop_the_object)
+    previous = signal.getsignal(signal.SIGTERM), sys.unraisablehook
+    with pytest.raises(Terminated):
+        run_sweep(model="dummy", model_args="", tasks="agnews,imdb", methods="null,generic", output=tmp_path,
+                  overrides={"instructions_per_method": 1, "test_sample": 2, "settings": ["zero_shot"]},
+                  data_dir=str(tiny_data_dir), progress=False)
+    assert len(calls) == 1 and len(list(tmp_path.rglob("results_*.json"))) == 1  # the chunk is saved, no other ran
+    assert (signal.getsignal(signal.SIGTERM), sys.unraisablehook) == previous
+    assert "Exception ignored" not in capfd.readouterr().err
+
+
 def test_chunks_share_one_task_manager_without_the_builtin_index(tmp_path, tiny_data_dir, monkeypatch):
     """simple_evaluate given no manager indexes every built-in harness task on each call; the runner
     evaluates chunk by chunk, so it must hand over one index-free manager."""
