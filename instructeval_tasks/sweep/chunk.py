@@ -362,11 +362,12 @@ def evaluate_jobs(
                                                   on_variant=on_variant)]
 
 
-def take_pool(queue: Any, *, max_items: int | None = None) -> list[Any]:
+def take_pool(queue: Any, *, max_items: int | None = None, max_jobs: int | None = None) -> list[Any]:
     """The next chunks to evaluate together: one chunk, followed (when it is budgeted) by the next
     ones of the same ``pool_key`` that the queue can hand out without waiting, while their cells
-    stay within ``max_items`` (default ``POOL_ITEMS``; 0 evaluates every chunk alone). A chunk that
-    does not fit goes back to the front of the queue."""
+    stay within ``max_items`` (default ``POOL_ITEMS``; 0 evaluates every chunk alone) and their
+    number within ``max_jobs`` (default: no limit; parallel workers share the chunks out). A chunk
+    that does not fit goes back to the front of the queue."""
     max_items = POOL_ITEMS if max_items is None else max_items
     first = queue.take()
     if first is None:
@@ -375,7 +376,7 @@ def take_pool(queue: Any, *, max_items: int | None = None) -> list[Any]:
     if key is None:
         return pool
     items = pool_items(first)
-    while items < max_items and (job := queue.take_ready()) is not None:
+    while items < max_items and (max_jobs is None or len(pool) < max_jobs) and (job := queue.take_ready()) is not None:
         if pool_key(job) != key or items + pool_items(job) > max_items:
             queue.retry(job)
             break

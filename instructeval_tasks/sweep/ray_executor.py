@@ -1,11 +1,13 @@
 """``--executor ray``: a sweep's chunks evaluated by a pool of Ray actors, one model load per actor.
 
 Each worker is a Ray actor (``ChunkWorker``) that loads the model once and evaluates whole chunks
-with ``chunk.evaluate_job``, the step the local executor runs. The sweep's process (the Ray driver)
+with ``chunk.evaluate_jobs``, the step the local executor runs: one chunk, or consecutive budgeted
+chunks pooled into one harness call (``chunk.take_pool``; a pool takes at most an idle worker's share
+of the chunks left, so that every idle worker gets some). The sweep's process (the Ray driver)
 hands out chunks, receives each chunk's (results, samples) and writes them through the
 ``SweepStore``: it stays the only writer of the output, so resuming works exactly as for a local
 sweep. A worker that dies (killed, out of memory -- Ray's memory monitor kills workers when the node
-runs low, see ``RAY_memory_usage_threshold`` -- a lost node) has its chunk put back and evaluated
+runs low, see ``RAY_memory_usage_threshold`` -- a lost node) has its chunks put back and evaluated
 by another worker, and a fresh worker takes its place; a chunk whose worker dies
 ``MAX_ATTEMPTS`` times stops the sweep with an error, as does a worker that cannot load the model.
 An error raised by the evaluation itself (bad data, a bug) is not retried: it stops the sweep, as
@@ -94,14 +96,17 @@ class ChunkWorker:
     def pid(self) -> int:
         return os.getpid()
 
-    def evaluate(self, job: "ChunkJob") -> tuple[dict, dict, list[tuple[str, float]]]:
-        """(results, samples, [(variant name, seconds)]) of the chunk; the times are each variant's own."""
-        from .chunk import evaluate_job
+    def evaluate(self, jobs: list["ChunkJob"]) -> list[tuple[dict, dict, list[tuple[str, float]]]]:
+        """(results, samples, [(variant name, seconds)]) of each chunk of ``jobs`` (one, or a pool of
+        budgeted chunks evaluated in one harness call); the times are each variant's own (a pool's
+        shared evenly)."""
+        from .chunk import evaluate_jobs
 
-        seconds: list[tuple[str, float]] = []
-        results, samples = evaluate_job(self.lm, job, self.spec, self.profile, self.bases, log_samples=self.log_samples,
-                                        on_variant=lambda variant, _, took: seconds.append((variant.name, took)))
-        return json_leaves(results), json_leaves(samples), seconds
+        seconds: dict[str, float] = {}
+        done = evaluate_jobs(self.lm, jobs, self.spec, self.profile, self.bases, log_samples=self.log_samples,
+                             on_variant=lambda variant, _, took: seconds.__setitem__(variant.name, took))
+        return [(json_leaves(results), json_leaves(samples), [(name, seconds[name]) for name in job.names])
+                for job, (results, samples) in zip(jobs, done)]
 
 
 def check_reachable(address: str, timeout: float = 5.0) -> None:
@@ -189,11 +194,13 @@ class RayExecutor:
 
     def run(self, queue: JobQueue, *, spec: "ModelSpec", profile: "Profile", log_samples: bool,
             save: SaveChunk, on_variant: VariantDone, stop: "StopRequests", echo: Callable[[str], None]) -> None:
+        from .chunk import take_pool
+
         ray = self.ray
         started_here = self._connect()
         remote_worker = ray.remote(ChunkWorker).options(**self.options)
         actors: list[Any] = []
-        in_flight: dict[Any, tuple[Any, ChunkJob]] = {}  # object ref -> (actor, chunk)
+        in_flight: dict[Any, tuple[Any, list[ChunkJob]]] = {}  # object ref -> (actor, its chunks)
         attempts: dict[str, int] = {}
         replacements_left = self.MAX_ATTEMPTS * self.workers
 
@@ -202,21 +209,26 @@ class RayExecutor:
             actors.append(actor)
             return actor
 
+        def next_pool() -> list[ChunkJob]:
+            # at most an idle worker's share of the chunks left, so that one pool does not leave the
+            # other idle workers without chunks
+            return take_pool(queue, max_jobs=max(1, math.ceil(len(queue) / max(len(idle), 1))))
+
         idle = [start_worker() for _ in range(min(self.workers, len(queue)))]
         echo(f"ray: {len(idle)} worker(s) on {ray.get_runtime_context().gcs_address}, "
              f"each {', '.join(f'{k}={v}' for k, v in self.options.items() if k not in ('max_restarts', 'max_task_retries'))}")
         try:
             while True:
-                while idle and not stop.requested and (job := queue.take()) is not None:
+                while idle and not stop.requested and (jobs := next_pool()):
                     actor = idle.pop()
-                    in_flight[actor.evaluate.remote(job)] = (actor, job)
+                    in_flight[actor.evaluate.remote(jobs)] = (actor, jobs)
                 if not in_flight:
                     break
                 ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=self.POLL_SECONDS)
                 for ref in ready:
-                    actor, job = in_flight.pop(ref)
+                    actor, jobs = in_flight.pop(ref)
                     try:
-                        results, samples, seconds = ray.get(ref)
+                        evaluated = ray.get(ref)
                     except (ray.exceptions.RayActorError, ray.exceptions.OutOfMemoryError) as err:
                         # Ray's memory monitor kills a worker when the node runs low on memory: a
                         # death like any other (the chunk may fit beside fewer neighbours).
@@ -224,37 +236,48 @@ class RayExecutor:
                         actors.remove(actor)
                         if getattr(err, "actor_init_failed", False):
                             raise WorkerFailure(f"a Ray worker could not load the model: {err}") from None
-                        attempts[job.key] = attempts.get(job.key, 0) + 1
+                        for job in jobs:
+                            attempts[job.key] = attempts.get(job.key, 0) + 1
                         if stop.requested:
-                            queue.release(job)  # not retried: the sweep is stopping; a re-run does it
+                            for job in jobs:
+                                queue.release(job)  # not retried: the sweep is stopping; a re-run does it
                             continue
-                        if attempts[job.key] >= self.MAX_ATTEMPTS or replacements_left == 0:
-                            queue.release(job)
+                        worst = max(jobs, key=lambda job: attempts[job.key])
+                        if attempts[worst.key] >= self.MAX_ATTEMPTS or replacements_left == 0:
+                            for job in jobs:
+                                queue.release(job)
                             raise WorkerFailure(
-                                f"chunk {job.key}: its Ray worker died {attempts[job.key]} time(s); "
+                                f"chunk {worst.key}: its Ray worker died {attempts[worst.key]} time(s); "
                                 f"last error: {str(err).splitlines()[0] if str(err) else type(err).__name__}"
                             ) from None
                         why = "out of memory" if isinstance(err, ray.exceptions.OutOfMemoryError) else "died"
-                        echo(f"ray: a worker {why} while evaluating {job.key}; the chunk goes to another worker")
-                        queue.retry(job)
+                        what = (f"{jobs[0].key}; the chunk goes" if len(jobs) == 1
+                                else f"{len(jobs)} pooled chunks from {jobs[0].key}; they go")
+                        echo(f"ray: a worker {why} while evaluating {what} to another worker")
+                        for job in reversed(jobs):  # back to the front of the queue, in their order
+                            queue.retry(job)
                         replacements_left -= 1
                         idle.append(start_worker())
                         continue
                     except BaseException:
-                        queue.release(job)
+                        for job in jobs:
+                            queue.release(job)
                         raise
                     try:
-                        by_name = {v.name: v for v in job.variants}
-                        for name, took in seconds:  # the bar advances when the chunk comes back
-                            on_variant(by_name[name], results, took)
-                        save(job, results, samples)
+                        for job, (results, samples, seconds) in zip(jobs, evaluated):
+                            by_name = {v.name: v for v in job.variants}
+                            for name, took in seconds:  # the bar advances when the chunk comes back
+                                on_variant(by_name[name], results, took)
+                            save(job, results, samples)
                     finally:
-                        queue.release(job)
+                        for job in jobs:
+                            queue.release(job)
                     idle.append(actor)
             stop.raise_if_requested()
         finally:
-            for _, job in in_flight.values():
-                queue.release(job)
+            for _, jobs in in_flight.values():
+                for job in jobs:
+                    queue.release(job)
             for actor in actors:
                 ray.kill(actor)
             if started_here:

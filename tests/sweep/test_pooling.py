@@ -30,6 +30,13 @@ def test_budgeted_chunks_pool_up_to_the_item_limit_and_the_rest_waits_its_turn()
     assert take_pool(queue) == []
 
 
+def test_a_pool_takes_at_most_max_jobs_chunks_so_parallel_workers_share_them():
+    jobs = [_job(f"c{k}", 10) for k in range(5)]
+    queue = JobQueue(jobs)
+    assert take_pool(queue, max_jobs=3) == jobs[:3]  # 30 items would fit 200; the chunk count stops it
+    assert take_pool(queue, max_jobs=3) == jobs[3:]
+
+
 @pytest.mark.parametrize("other", [_job("full", None), _job("chat", 10, placement="chat-system"),
                                    SimpleNamespace(key="harness", evaluate_with=lambda *a, **k: None)])
 def test_a_chunk_of_another_kind_is_not_pooled_and_comes_next(other):

@@ -47,6 +47,22 @@ def _ours(proc) -> bool:
         return False
 
 
+def _kill_first_busy_worker(killed: list[int]) -> None:
+    """SIGKILL the first worker seen evaluating chunks; its pid goes to ``killed``."""
+    import psutil
+
+    # Ray titles an actor's process "ray::ChunkWorker.evaluate" while it evaluates chunks; only
+    # workers of this test's Ray (started by this process) are candidates.
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and not killed:
+        for proc in psutil.process_iter(["cmdline"]):
+            if "ray::ChunkWorker.evaluate" in " ".join(proc.info["cmdline"] or []) and _ours(proc):
+                os.kill(proc.pid, signal.SIGKILL)
+                killed.append(proc.pid)
+                return
+        time.sleep(0.01)
+
+
 def _sweep(out: Path, tiny_model_dir: Path, tiny_data_dir: Path, **options):
     return run_sweep(model="hf", model_args=f"pretrained={tiny_model_dir},dtype=float32", tasks=TASKS,
                      methods="null,generic", output=out, profile="quick", overrides=OVERRIDES,
@@ -74,23 +90,8 @@ def test_two_ray_workers_write_the_single_process_files(single_process, ray_addr
 def test_a_killed_worker_has_its_chunk_retried_and_the_sweep_completes(single_process, ray_address, tmp_path,
                                                                         tiny_model_dir, tiny_data_dir, capsys,
                                                                         same_sweep):
-    import psutil
-
     killed: list[int] = []
-
-    def kill_first_busy_worker() -> None:
-        # Ray titles an actor's process "ray::ChunkWorker.evaluate" while it evaluates a chunk; only
-        # workers of this test's Ray (started by this process) are candidates.
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline and not killed:
-            for proc in psutil.process_iter(["cmdline"]):
-                if "ray::ChunkWorker.evaluate" in " ".join(proc.info["cmdline"] or []) and _ours(proc):
-                    os.kill(proc.pid, signal.SIGKILL)
-                    killed.append(proc.pid)
-                    return
-            time.sleep(0.01)
-
-    killer = threading.Thread(target=kill_first_busy_worker, daemon=True)
+    killer = threading.Thread(target=_kill_first_busy_worker, args=(killed,), daemon=True)
     killer.start()
     report = _sweep(tmp_path, tiny_model_dir, tiny_data_dir, executor="ray", workers=2, echo=print)
     killer.join(timeout=5)
@@ -186,3 +187,36 @@ def test_harness_tasks_run_on_ray_workers_as_they_run_locally(ray_address, tmp_p
     for name in theirs:
         assert {k: v for k, v in ours[name].items() if "stderr" not in k} == \
                {k: v for k, v in theirs[name].items() if "stderr" not in k}, name
+
+
+def test_budgeted_chunks_are_pooled_on_a_ray_worker_and_saved_as_locally(ray_address, tmp_path, tiny_model_dir,
+                                                                         tiny_data_dir, same_sweep, capsys):
+    """A worker evaluates consecutive budgeted chunks in one harness call, as the local executor does:
+    one worker makes the local run's pool and writes its bytes; two workers share the chunks out."""
+    import json
+
+    from instructeval_tasks.sweep.budget import Budget
+
+    common = dict(model="instructeval-hf", model_args=f"pretrained={tiny_model_dir},dtype=float32", tasks="agnews",
+                  methods="null,generic", profile="quick", data_dir=str(tiny_data_dir), device="cpu", progress=False,
+                  budget=Budget(0.25, min_items=2),
+                  overrides={"instructions_per_method": 5, "test_sample": 8, "settings": ["zero_shot"]})
+
+    def pools(out: Path) -> list[int]:
+        return sorted(json.loads(p.read_text())["config"]["instructeval_hf"].get("pooled_variants", 1)
+                      for p in out.rglob("results_*.json"))
+
+    assert run_sweep(output=tmp_path / "local", **common).evaluated == 6
+    assert run_sweep(output=tmp_path / "one", executor="ray", workers=1, **common).evaluated == 6
+    same_sweep(tmp_path / "local", tmp_path / "one")
+    assert pools(tmp_path / "one") == [6] * 6  # one call for the six chunks
+    assert run_sweep(output=tmp_path / "two", executor="ray", workers=2, **common).evaluated == 6
+    assert pools(tmp_path / "two") == [3] * 6  # each worker a pool of three
+
+    killed: list[int] = []  # the worker dies during its pool: the six chunks go to a fresh worker
+    killer = threading.Thread(target=_kill_first_busy_worker, args=(killed,), daemon=True)
+    killer.start()
+    assert run_sweep(output=tmp_path / "killed", executor="ray", workers=1, echo=print, **common).evaluated == 6
+    killer.join(timeout=5)
+    assert killed and "ray: a worker died while evaluating 6 pooled chunks from" in capsys.readouterr().err
+    same_sweep(tmp_path / "local", tmp_path / "killed")
