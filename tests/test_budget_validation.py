@@ -9,7 +9,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
-from budget_validation import known_items_estimate  # noqa: E402
+from budget_validation import Scores, coverage_misses, known_items_estimate  # noqa: E402
 
 
 def test_every_cell_observed_gives_the_exact_accuracies():
@@ -33,3 +33,13 @@ def test_an_interaction_in_unseen_cells_is_its_error():
     est = known_items_estimate(y, [[0], [0]])  # each instruction seen on item 0 only
     assert np.allclose(est, [(1 + 3 * 1.0) / 4, (0 + 3 * 0.0) / 4])  # shifted by the one residual: off by 0.5
     assert np.allclose(np.abs(est - y.mean(axis=1)), 0.5)
+
+
+def test_coverage_misses_name_each_grid_and_interval_outside_90_to_97_percent():
+    def scores(instr, method, quant):
+        return Scores(1.0, 0.5, 0.5, 0.5, 1.0, instr, method, quant, 0.1)
+
+    results = {(0.1, "uniform", "a", "model"): [scores(0.88, 0.95, 0.80), scores(0.88, 0.95, 0.92)],
+               (0.1, "uniform", "b", "model"): [scores(0.95, 0.97, 0.90)],
+               (0.1, "uniform", "c", "model"): [scores(1.0, 0.9, 0.95)]}
+    assert coverage_misses(results, ["a", "b", "c", "d"]) == ["a instructions 88.0%, quantiles 86.0%", "c instructions 100.0%"]
