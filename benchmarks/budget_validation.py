@@ -7,9 +7,12 @@ metric: ``acc_per_token``, or ``quasi_exact_match`` for NQ-Open and TriviaQA) is
 (``benchmarks/data/budget_grid_smollm2*.json``) that ``--from-runs DIR`` builds from a finished
 full sweep (``--rebuild`` reruns the first cache's sweep, about 2 CPU-hours).
 
-For each budget (5, 10, 25% by default), design and seed, cells are chosen as ``instructeval run
---budget F [--budget-design adaptive]`` chooses them (``instructeval_tasks.sweep.budget``: the
-uniform ``assign_cells``; the adaptive first slice and ``next_round_cells``), the aggregation's
+For each budget (5, 10, 25% by default), design (uniform, balanced, adaptive) and seed, cells are
+chosen as ``instructeval run --budget F --budget-design D`` chooses them
+(``instructeval_tasks.sweep.budget``: ``assign_cells``; the adaptive first slice and
+``next_round_cells``), with ``--budget-min-items 1`` unless ``--min-items`` says otherwise (the
+budget alone sets each quota: the default minimum, 10 or 5 items, would turn 5% of 100 items into
+10% or make the balanced design deal uniform quotas), the aggregation's
 estimator is applied (``instructeval_aggregation.budgeted.estimate_grid``), and the estimates are
 compared with the full grid's exact accuracies:
 
@@ -23,14 +26,14 @@ compared with the full grid's exact accuracies:
 - the share of cells evaluated.
 
 The observed-subset mean (each instruction's accuracy on its own cells, no model) is printed beside
-as the baseline (uniform design only: under the adaptive design it is biased by construction), and
+as the baseline (not for the adaptive design: there it is biased by construction), and
 so is a reference that no run can compute, ``known-b`` (``known_items_estimate``): the same cells
 with every item's effect known exactly from the full grid. Where it misses a target too, the
 budget's unseen instruction x item interactions set the limit, not the model.
-The targets checked at the end: at 10% (uniform), method-mean MAE <= 1.0 and quantile MAE <= 1.5
-points on every grid, method means never worse than the subset's on any grid, coverage 90-97%
-pooled over the grids (and, on its own line, each grid's coverages outside 90-97%); the adaptive
-design at 5% at least as good as the uniform one at 10%.
+The targets checked at the end, for the default design (balanced) and the uniform one: at 10%,
+method-mean MAE <= 1.0 and quantile MAE <= 1.5 points on every grid, method means never worse than
+the subset's on any grid, coverage 90-97% pooled over the grids (and, on its own line, each grid's
+coverages outside 90-97%); the adaptive design at 5% at least as good as the default one at 10%.
 
 Usage:
     python benchmarks/budget_validation.py                       # every cache in benchmarks/data
@@ -165,8 +168,9 @@ def choose_cells(grid: dict, key: str, fraction: float, seed: int, design: str, 
     y, names, _, _ = _matrix(grid)
     full = [name for name, row in zip(names, grid["rows"]) if row["method"] in full_methods]
     budget = Budget(fraction, seed=seed, min_items=min_items, full_methods=full_methods, design=design)
-    first, target = grid_cells_of(names, grid["labels"], budget, key, full=full)
-    if design == "uniform":
+    first, target = grid_cells_of(names, grid["labels"], budget, key, full=full,
+                                  methods=[row["method"] for row in grid["rows"]])
+    if design != "adaptive":
         return first
     chosen = {name: list(items) for name, items in first.items()}
     methods = {name: row["method"] for name, row in zip(names, grid["rows"])}
@@ -183,8 +187,8 @@ ESTIMATORS = ("model", "subset", "known-b")
 
 def evaluate_grid(grid: dict, fraction: float, seed: int, n_draws: int, key: str, design: str, *, min_items: int,
                   full_methods: tuple[str, ...]) -> dict[str, Scores]:
-    """Scores against the full grid, for one draw: the item-response estimates (``model``) and, for
-    the uniform design, the observed-subset means (``subset``) and the reference ``known-b``."""
+    """Scores against the full grid, for one draw: the item-response estimates (``model``) and, but
+    for the adaptive design, the observed-subset means (``subset``) and the reference ``known-b``."""
     from scipy.stats import spearmanr
 
     from instructeval_aggregation.bootstrap import rng_for
@@ -226,7 +230,7 @@ def evaluate_grid(grid: dict, fraction: float, seed: int, n_draws: int, key: str
                       100 * float(truth.max() - truth[int(np.argmax(values))]), cover, method_cover, quantile_cover, share)
 
     model = score(est.point, est.quantiles, est.replicates)
-    if design != "uniform":
+    if design == "adaptive":
         return {"model": model}
     subset = np.array([y[i, chosen[name]].mean() for i, name in enumerate(names)])
     known = known_items_estimate(y, [chosen[name] for name in names])
@@ -274,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"one cache file (default: every {CACHES} in benchmarks/data)")
     parser.add_argument("--grids", default="", help="comma list of grid keys to check (default: all)")
     parser.add_argument("--budgets", default="0.05,0.1,0.25")
-    parser.add_argument("--designs", default="uniform,adaptive")
+    parser.add_argument("--designs", default="uniform,balanced,adaptive")
     parser.add_argument("--seeds", type=int, default=3, help="budget seeds per budget (default 3)")
     parser.add_argument("--draws", "--boot", dest="draws", type=int, default=300,
                         help="predictive draws per fit (default 300)")
@@ -371,12 +375,12 @@ def _coverage_on_target(value: float) -> bool:
     return 0.90 <= value <= 0.97
 
 
-def coverage_misses(results: dict, keys: list[str], *, fraction: float = 0.1) -> list[str]:
-    """Per grid, the interval coverages (uniform design, item-response estimates, at ``fraction``)
+def coverage_misses(results: dict, keys: list[str], *, fraction: float = 0.1, design: str = "uniform") -> list[str]:
+    """Per grid, the interval coverages (``design``, item-response estimates, at ``fraction``)
     outside 90-97%, e.g. ``"imdb:zs instructions 88.0%, quantiles 86.0%"``; grids within it are left out."""
     misses = []
     for key in keys:
-        scores = results.get((fraction, "uniform", key, "model"), [])
+        scores = results.get((fraction, design, key, "model"), [])
         if not scores:
             continue
         out = [f"{name} {value:.1%}" for field, name in COVERAGES.items()
@@ -387,36 +391,40 @@ def coverage_misses(results: dict, keys: list[str], *, fraction: float = 0.1) ->
 
 
 def _verdicts(results: dict, keys: list[str]) -> None:
-    """The targets of the module doc, per grid, from what was run."""
+    """The targets of the module doc, per grid, from what was run: for the default design and, when
+    it was run too, the uniform one."""
+    from instructeval_tasks.sweep.budget import DEFAULT_DESIGN
+
     at = lambda f, d, k, e: results.get((f, d, k, e), [])  # noqa: E731
-    if not at(0.1, "uniform", keys[0], "model"):
-        return
-    print("targets at 10% (uniform design, item-response estimates):")
-    failures = []
-    for key in keys:
-        model, subset = at(0.1, "uniform", key, "model"), at(0.1, "uniform", key, "subset")
-        mm, qm, sm = _mean(model, "method_mae"), _mean(model, "quantile_mae"), _mean(subset, "method_mae")
-        bad = [w for w, ok in (("method MAE > 1.0", mm <= 1.0), ("quantile MAE > 1.5", qm <= 1.5),
-                               ("method means worse than the subset's", mm <= sm + 1e-9)) if not ok]
-        failures += [f"{key}: {w}" for w in bad]
-    pooled = [s for k in keys for s in at(0.1, "uniform", k, "model")]
-    coverage = {name: _mean(pooled, field) for field, name in COVERAGES.items()}
-    failures += [f"coverage of {name} {v:.1%} outside 90-97%" for name, v in coverage.items() if not _coverage_on_target(v)]
-    print("  " + ("MET on every grid" if not failures else "NOT MET: " + "; ".join(failures)))
-    misses = coverage_misses(results, keys)
-    print("  per grid, coverage " + ("within 90-97% on every grid" if not misses else "outside 90-97%: " + "; ".join(misses)))
-    for key in keys:
-        model, known = _mean(at(0.1, "uniform", key, "model"), "method_mae"), _mean(at(0.1, "uniform", key, "known-b"), "method_mae")
-        if model > 1.0:
-            print(f"  {key}: method MAE {model:.2f}; the reference known-b (every item's effect known exactly) "
-                  f"{known:.2f}: " + ("it misses too: the budget's unseen instruction x item interactions put the target "
-                                       "out of an additive estimator's reach" if known > 1.0
-                                      else "the model falls short of what the cells allow"))
-    if at(0.05, "adaptive", keys[0], "model"):
+    designs = [d for d in dict.fromkeys((DEFAULT_DESIGN, "uniform")) if at(0.1, d, keys[0], "model")]
+    for design in designs:
+        print(f"targets at 10% ({design} design, item-response estimates):")
+        failures = []
+        for key in keys:
+            model, subset = at(0.1, design, key, "model"), at(0.1, design, key, "subset")
+            mm, qm, sm = _mean(model, "method_mae"), _mean(model, "quantile_mae"), _mean(subset, "method_mae")
+            bad = [w for w, ok in (("method MAE > 1.0", mm <= 1.0), ("quantile MAE > 1.5", qm <= 1.5),
+                                   ("method means worse than the subset's", mm <= sm + 1e-9)) if not ok]
+            failures += [f"{key}: {w}" for w in bad]
+        pooled = [s for k in keys for s in at(0.1, design, k, "model")]
+        coverage = {name: _mean(pooled, field) for field, name in COVERAGES.items()}
+        failures += [f"coverage of {name} {v:.1%} outside 90-97%" for name, v in coverage.items() if not _coverage_on_target(v)]
+        print("  " + ("MET on every grid" if not failures else "NOT MET: " + "; ".join(failures)))
+        misses = coverage_misses(results, keys, design=design)
+        print("  per grid, coverage " + ("within 90-97% on every grid" if not misses else "outside 90-97%: " + "; ".join(misses)))
+        for key in keys:
+            model, known = _mean(at(0.1, design, key, "model"), "method_mae"), _mean(at(0.1, design, key, "known-b"), "method_mae")
+            if model > 1.0:
+                print(f"  {key}: method MAE {model:.2f}; the reference known-b (every item's effect known exactly) "
+                      f"{known:.2f}: " + ("it misses too: the budget's unseen instruction x item interactions put the target "
+                                           "out of an additive estimator's reach" if known > 1.0
+                                          else "the model falls short of what the cells allow"))
+    if designs and at(0.05, "adaptive", keys[0], "model"):
+        design = designs[0]
         worse = [key for key in keys
-                 if _mean(at(0.05, "adaptive", key, "model"), "method_mae") > _mean(at(0.1, "uniform", key, "model"), "method_mae") + 1e-9
-                 or _mean(at(0.05, "adaptive", key, "model"), "quantile_mae") > _mean(at(0.1, "uniform", key, "model"), "quantile_mae") + 1e-9]
-        print("adaptive at 5% vs uniform at 10% (method and quantile MAE): "
+                 if _mean(at(0.05, "adaptive", key, "model"), "method_mae") > _mean(at(0.1, design, key, "model"), "method_mae") + 1e-9
+                 or _mean(at(0.05, "adaptive", key, "model"), "quantile_mae") > _mean(at(0.1, design, key, "model"), "quantile_mae") + 1e-9]
+        print(f"adaptive at 5% vs {design} at 10% (method and quantile MAE): "
               + ("at least as good on every grid" if not worse else f"worse on {len(worse)} of {len(keys)} grids: {', '.join(worse)}"))
 
 

@@ -85,14 +85,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "cells; 'instructeval aggregate' estimates the rest with an item-response model")
     budget.add_argument("--budget-seed", dest="budget_seed", type=int, default=0, metavar="N", help="seed of the cell draw (default 0)")
     budget.add_argument("--budget-min-items", dest="budget_min_items", type=int, default=None, metavar="N",
-                        help="items every instruction gets at least (default 10)")
+                        help="items every instruction gets at least (default 10; 5 with --budget-design balanced)")
     budget.add_argument("--budget-full-methods", dest="budget_full_methods", default=None, metavar="METHODS",
                         help="comma list of methods whose instructions get every item (default null, the baseline "
                              "of relative gain; '' for none)")
-    budget.add_argument("--budget-design", dest="budget_design", default=None, choices=("uniform", "adaptive"),
-                        help="uniform (default): every instruction gets its share of items at once; adaptive: half "
-                             "the budget so, the rest in two rounds to the cells the item-response model is least "
-                             "sure of (local executor)")
+    budget.add_argument("--budget-design", dest="budget_design", default=None, choices=("uniform", "balanced", "adaptive"),
+                        help="balanced (default): the cells shared among the methods by the square root of "
+                             "their instruction counts (closer method means); uniform: every instruction gets the "
+                             "same share of items; adaptive: half the budget uniformly, the rest in two rounds to "
+                             "the cells the item-response model is least sure of (local executor)")
     group = parser.add_argument_group("protocol overrides (default: the profile's value)")
     group.add_argument("--num-fewshot", dest="num_fewshot", type=int)
     group.add_argument("--selections", dest="n_selections", type=int, help="demo selections (few-shot and selectional std)")
@@ -121,7 +122,7 @@ OVERRIDE_KEYS = (
 def run(args: argparse.Namespace) -> int:
     from instructeval_tasks.errors import UserError
     from instructeval_tasks.sweep import SweepOptions, run_sweep
-    from instructeval_tasks.sweep.budget import DEFAULT_FULL_METHODS, DEFAULT_MIN_ITEMS, Budget
+    from instructeval_tasks.sweep.budget import DEFAULT_DESIGN, DEFAULT_FULL_METHODS, Budget
 
     batch_size = int(args.batch_size) if str(args.batch_size).isdigit() else args.batch_size
     overrides = {key: getattr(args, key) for key in OVERRIDE_KEYS}
@@ -129,10 +130,9 @@ def run(args: argparse.Namespace) -> int:
     if args.budget is not None:
         if not args.log_samples:
             raise UserError("--budget needs the per-sample logs (the estimates are fitted to them): drop --no-log-samples")
-        min_items = args.budget_min_items if args.budget_min_items is not None else DEFAULT_MIN_ITEMS
         full = DEFAULT_FULL_METHODS if args.budget_full_methods is None else tuple(_str_list(args.budget_full_methods))
-        budget = Budget(args.budget, seed=args.budget_seed, min_items=min_items, full_methods=full,
-                        design=args.budget_design or "uniform")
+        budget = Budget(args.budget, seed=args.budget_seed, min_items=args.budget_min_items, full_methods=full,
+                        design=args.budget_design or DEFAULT_DESIGN)
     elif (args.budget_seed or args.budget_min_items is not None or args.budget_full_methods is not None
           or args.budget_design is not None):
         raise UserError("--budget-seed, --budget-min-items, --budget-full-methods and --budget-design only apply "

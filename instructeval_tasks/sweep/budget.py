@@ -5,7 +5,12 @@ demo set 0 -- whose rows are the plan's instructions and whose columns are the t
 (positions 0..n-1 in the task's evaluation docs, the harness's ``doc_id``). A budget keeps about
 ``F`` of its ``m x n`` cells, with three guarantees:
 
-- **every instruction** gets ``q = max(ceil(F * n), min_items, ceil(n / m))`` items (at most ``n``);
+- **every instruction** gets its quota of items: ``q = max(ceil(F * n), min_items, ceil(n / m))``
+  (at most ``n``) under ``--budget-design uniform``; under ``balanced`` (the default) the same
+  ``m * max(ceil(F * n), ceil(n / m))`` cells are shared among the selection methods by the square
+  root of their instruction counts (``balanced_quotas``: a 5-instruction method gets 2.8 times a
+  40-instruction one's items per instruction, so its mean is not left to an eighth of the other's
+  cells), each instruction at least ``min_items`` (default 5);
 - **every item** gets at least one instruction;
 - **classes are balanced** within each instruction's items: the gold classes' counts differ by at
   most one (``balanced_counts``), as far as each class's items allow; the extra items go to a
@@ -51,10 +56,15 @@ from ..sampling import balanced_counts
 
 BUDGET_KEY = "budget"
 DEFAULT_MIN_ITEMS = 10
+# The balanced design's floor: lower than the uniform one's, or at 10% of 100 items (10 each) it
+# could move no cell from the large methods to the small ones.
+BALANCED_MIN_ITEMS = 5
 DEFAULT_FULL_METHODS = ("null",)
-DESIGNS = ("uniform", "adaptive")
+DESIGNS = ("uniform", "balanced", "adaptive")
+DEFAULT_DESIGN = "balanced"
 ADAPTIVE_FIRST_SHARE = 0.5  # of the budget, dealt uniformly before the model chooses
 ADAPTIVE_ROUNDS = 2
+ADAPTIVE_FIRST_DESIGN = "uniform"  # how the first slice is dealt
 
 
 class BudgetError(UserError, ValueError):
@@ -63,16 +73,19 @@ class BudgetError(UserError, ValueError):
 
 @dataclass(frozen=True)
 class Budget:
-    """A share ``fraction`` of each grid's cells, drawn with ``seed``; ``min_items`` per instruction."""
+    """A share ``fraction`` of each grid's cells, drawn with ``seed``; ``min_items`` per instruction
+    (default ``DEFAULT_MIN_ITEMS``, ``BALANCED_MIN_ITEMS`` under the balanced design)."""
 
     fraction: float
     seed: int = 0
-    min_items: int = DEFAULT_MIN_ITEMS
+    min_items: int | None = None
     full_methods: tuple[str, ...] = DEFAULT_FULL_METHODS
-    design: str = "uniform"
+    design: str = DEFAULT_DESIGN
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "full_methods", tuple(self.full_methods))
+        if self.min_items is None:
+            object.__setattr__(self, "min_items", BALANCED_MIN_ITEMS if self.design == "balanced" else DEFAULT_MIN_ITEMS)
         if self.design not in DESIGNS:
             raise BudgetError(f"--budget-design {self.design!r}: expected one of {', '.join(DESIGNS)}")
         if isinstance(self.fraction, bool) or not isinstance(self.fraction, (int, float)) or not 0 < self.fraction <= 1:
@@ -116,7 +129,8 @@ class Budget:
         if self.design != "adaptive":
             return self
         return Budget(self.fraction * ADAPTIVE_FIRST_SHARE, seed=self.seed,
-                      min_items=max(1, math.ceil(self.min_items * ADAPTIVE_FIRST_SHARE)), full_methods=self.full_methods)
+                      min_items=max(1, math.ceil(self.min_items * ADAPTIVE_FIRST_SHARE)), full_methods=self.full_methods,
+                      design=ADAPTIVE_FIRST_DESIGN)
 
 
 def _sorted_classes(labels: Sequence[Hashable]) -> list[Hashable]:
@@ -141,16 +155,73 @@ def _class_counts(quota: int, sizes: list[int], rotation: int) -> list[int]:
     return counts
 
 
+def balanced_quotas(methods: Sequence[str], n_items: int, budget: Budget) -> list[int]:
+    """Items per instruction under the balanced design, for instructions of ``methods[i]``.
+
+    The grid keeps the uniform design's cells, ``T = m * max(ceil(F * n), ceil(n / m))``, but
+    shares them among the methods by square-root power allocation (Bankier 1988): method k, with
+    ``m_k`` instructions, gets ``T * sqrt(m_k) / sum_k' sqrt(m_k')`` cells, so each of its
+    instructions ``q_k = T / (sqrt(m_k) * sum_k' sqrt(m_k'))`` items. A method mean's sampling
+    variance goes as ``1 / (m_k q_k)``: uniform quotas leave a 5-instruction method an eighth of a
+    40-instruction one's cells; equal method totals would starve the many instructions of the large
+    one, which the quantiles across instructions rest on; the square root sits between. Each quota
+    is kept within ``[min_items, n]`` (a method held at a bound leaves the rest to the others), then
+    rounded down, the cells left going one per instruction, largest remainder first (ties: the
+    earlier instruction).
+
+    Example (5 generic, 5 PromptSource, 40 ad hoc instructions, 100 items, 10%):
+        >>> q = balanced_quotas(["generic"] * 5 + ["promptsource"] * 5 + ["adhoc"] * 40, 100, Budget(0.1, design="balanced"))
+        >>> q[0], q[5], q[10], q[-1], sum(q)
+        (21, 21, 8, 7, 500)
+    """
+    m, n = len(methods), n_items
+    if m == 0 or n <= 0:
+        return [0] * m
+    total = m * min(n, max(math.ceil(budget.fraction * n - 1e-9), math.ceil(n / m)))
+    floor = min(n, budget.min_items)
+    sizes: dict[str, int] = {}
+    for method in methods:
+        sizes[method] = sizes.get(method, 0) + 1
+    per: dict[str, float] = {}
+    free, left = set(sizes), float(total)
+    while free:
+        weight = sum(math.sqrt(sizes[k]) for k in free)
+        trial = {k: left * math.sqrt(sizes[k]) / weight / sizes[k] for k in free}
+        bound = {k: float(floor) if q < floor else float(n) for k, q in trial.items() if q < floor or q > n}
+        if not bound:
+            per.update(trial)
+            break
+        per.update(bound)
+        left -= sum(sizes[k] * q for k, q in bound.items())
+        free -= set(bound)
+    wanted = [per[method] for method in methods]
+    quotas = [min(n, int(math.floor(q + 1e-9))) for q in wanted]
+    extra = round(sum(wanted)) - sum(quotas)
+    for i in sorted(range(m), key=lambda i: (-(wanted[i] - quotas[i]), i)):
+        if extra <= 0:
+            break
+        if quotas[i] < n:
+            quotas[i] += 1
+            extra -= 1
+    return quotas
+
+
 def assign_cells(
-    instructions: Sequence[str], labels: Sequence[Hashable], budget: Budget, grid: str, *, full: Sequence[str] = ()
+    instructions: Sequence[str], labels: Sequence[Hashable], budget: Budget, grid: str, *, full: Sequence[str] = (),
+    methods: Sequence[str] | None = None,
 ) -> dict[str, list[int]]:
     """The item positions (sorted) each instruction of one grid evaluates; see the module doc.
 
     ``labels[j]`` is item j's gold class (one constant for tasks without classes); ``grid`` names
-    the grid in the seed (``"<task>:<setting code>"``); the instructions in ``full`` get every item.
+    the grid in the seed (``"<task>:<setting code>"``); the instructions in ``full`` get every item;
+    ``methods[i]`` is instruction i's selection method (the balanced design shares the cells among
+    them; without ``methods`` all are one method, and it deals as the uniform design does).
     """
     if len(set(instructions)) != len(instructions):
         raise ValueError("instruction names must be unique within a grid")
+    if methods is not None and len(methods) != len(instructions):
+        raise ValueError("methods: one per instruction")
+    method_of = dict(zip(instructions, methods)) if methods is not None else {name: "" for name in instructions}
     everything = {name: list(range(len(labels))) for name in instructions if name in set(full)}
     instructions = [name for name in instructions if name not in everything]
     n, m = len(labels), len(instructions)
@@ -160,7 +231,8 @@ def assign_cells(
     classes = _sorted_classes(labels)
     pools = [[j for j, label in enumerate(labels) if label == c] for c in classes]
     queues: list[list[int]] = [[] for _ in classes]
-    quota = budget.quota(n, m)
+    quotas = (balanced_quotas([method_of[name] for name in instructions], n, budget) if budget.design == "balanced"
+              else [budget.quota(n, m)] * m)
 
     def take(c: int, k: int, chosen: set[int]) -> None:
         while k > 0:
@@ -174,7 +246,7 @@ def assign_cells(
     cells: list[set[int]] = []
     for row in range(m):
         chosen: set[int] = set()
-        for c, k in enumerate(_class_counts(quota, [len(p) for p in pools], row)):
+        for c, k in enumerate(_class_counts(quotas[row], [len(p) for p in pools], row)):
             take(c, k, chosen)
         cells.append(chosen)
     covered = set().union(*cells, *map(set, everything.values()))
@@ -206,15 +278,15 @@ def budget_record(budget: Budget, items: list[int], n_items: int, grid: str, gri
 
 
 def grid_cells_of(instructions: Sequence[str], labels: Sequence[Hashable], budget: Budget, grid: str, *,
-                  full: Sequence[str] = ()) -> tuple[dict[str, list[int]], int]:
+                  full: Sequence[str] = (), methods: Sequence[str] | None = None) -> tuple[dict[str, list[int]], int]:
     """The cells evaluated first, and the grid's cells at the end.
 
-    Uniform: ``assign_cells`` at the budget, both the same. Adaptive: ``assign_cells`` at the first
-    slice, and the total the uniform design would evaluate at the whole budget (the later rounds
-    add the difference).
+    Uniform and balanced: ``assign_cells`` at the budget, both the same. Adaptive: ``assign_cells``
+    at the first slice, and the total the uniform design would evaluate at the whole budget (the
+    later rounds add the difference).
     """
-    first = assign_cells(instructions, labels, budget.first_slice(), grid, full=full)
-    if budget.design == "uniform":
+    first = assign_cells(instructions, labels, budget.first_slice(), grid, full=full, methods=methods)
+    if budget.design != "adaptive":
         return first, sum(map(len, first.values()))
     uniform = assign_cells(instructions, labels, replace(budget, design="uniform"), grid, full=full)
     return first, sum(map(len, uniform.values()))

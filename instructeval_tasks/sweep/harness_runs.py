@@ -263,7 +263,7 @@ def _budget_cells(variants: list[HarnessVariant], task: Any, budget: Budget, *, 
     # adaptive: the first slice now, the grid's total at the end is what the uniform design deals.
     # The record counts one placement's grid: adding a placement to a run leaves the others' records
     # (and fingerprints) as they were, so it resumes.
-    chosen, grid_cells = grid_cells_of(list(keys), labels, budget, grid, full=full)
+    chosen, grid_cells = grid_cells_of(list(keys), labels, budget, grid, full=full, methods=list(keys.values()))
     grid_size = len(ids) * len(keys)
     for v in variants:
         record = budget_record(budget, chosen[f"{v.method}/{v.entry.id}"], len(ids), grid, grid_cells, grid_size)

@@ -128,7 +128,8 @@ def apply_budget(plan: list[Variant], metadata: dict[str, dict[str, Any]], class
     for grid, variants in grids.items():
         labels = classes[variants[0].task]
         full = [v.name for v in variants if v.entry.method in budget.full_methods]
-        chosen, grid_cells = grid_cells_of([v.name for v in variants], labels, budget, grid, full=full)
+        chosen, grid_cells = grid_cells_of([v.name for v in variants], labels, budget, grid, full=full,
+                                            methods=[v.entry.method for v in variants])
         cells += grid_cells
         first_cells += sum(map(len, chosen.values()))
         size += len(labels) * len(variants)
@@ -284,7 +285,7 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
     classes = preflight(plan, prof, metadata, classes=budget is not None)
     budget_totals = apply_budget(plan, metadata, classes, budget) if budget is not None and plan else None
     if budget_totals:
-        echo(f"budget {budget.fraction:g} (seed {budget.seed}): {budget_totals['cells']:,} of "
+        echo(f"budget {budget.fraction:g} (seed {budget.seed}, {budget.design} design): {budget_totals['cells']:,} of "
              f"{budget_totals['grid_size']:,} (instruction, item) cells "
              f"({budget_totals['cells'] / max(budget_totals['grid_size'], 1):.1%}) in {budget_totals['grids']} "
              f"(task, setting) grid(s); every instruction >= {min(budget.first_slice().min_items, min(len(c) for c in classes.values()))} "
@@ -296,7 +297,7 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
         from .harness_runs import budget_totals as harness_budget_totals  # not this function's budget_totals
 
         harness_totals = harness_budget_totals(harness, budget)
-        echo(f"budget {budget.fraction:g} (seed {budget.seed}), harness tasks: {harness_totals['cells']:,} of "
+        echo(f"budget {budget.fraction:g} (seed {budget.seed}, {budget.design} design), harness tasks: {harness_totals['cells']:,} of "
              f"{harness_totals['grid_size']:,} (instruction, item) cells "
              f"({harness_totals['cells'] / max(harness_totals['grid_size'], 1):.1%}) in {harness_totals['grids']} (task, placement) grid(s); "
              f"{', '.join(budget.full_methods)} on every item" + _adaptive_words(budget, harness_totals))

@@ -253,10 +253,11 @@ class SweepStore:
         if not clashes:
             return
         saved_budget = next((meta.get("budget") for _, name, meta in self.saved_variants() if name == clashes[0]), None)
-        if _budget_words(saved_budget) != _budget_words(budget):
+        saved_words, asked_words = _budget_words(saved_budget, budget), _budget_words(budget, saved_budget)
+        if saved_words != asked_words:
             raise SweepStoreError(
                 f"{self.root} holds {clashes[0]} (and {len(clashes) - 1} more planned variant(s)) computed with "
-                f"{_budget_words(saved_budget)}; this run asks for {_budget_words(budget)}: budgeted and full results "
+                f"{saved_words}; this run asks for {asked_words}: budgeted and full results "
                 f"are different protocols. Use another --output, or rerun with the same budget"
             )
         raise SweepStoreError(
@@ -293,8 +294,25 @@ class SweepStore:
         return sorted(self.root.glob("results_*.json"))
 
 
-def _budget_words(budget: Any) -> str:
-    """``--budget 0.1 (seed 0)`` of a variant's or a sweep's budget record; ``no --budget (the full grid)``."""
+# the options of a budget record beside fraction and seed, as the command line spells them; a record
+# without "design" is a uniform one (written before there were designs)
+_BUDGET_OPTIONS = (("design", "--budget-design", "uniform"), ("min_items", "--budget-min-items", None),
+                   ("full_methods", "--budget-full-methods", None))
+
+
+def _budget_words(budget: Any, other: Any = None) -> str:
+    """``--budget 0.1 (seed 0)`` of a variant's or a sweep's budget record; ``no --budget (the full grid)``.
+
+    The options in which it differs from the budget record ``other`` follow, e.g. ``--budget 0.1
+    (seed 0, --budget-design uniform)``: a resume refused for the design alone names the design.
+    """
     if not isinstance(budget, dict):
         return "no --budget (the full grid)"
-    return f"--budget {budget.get('fraction')} (seed {budget.get('seed')})"
+    differ = []
+    if isinstance(other, dict):
+        for key, flag, missing in _BUDGET_OPTIONS:
+            mine, theirs = budget.get(key, missing), other.get(key, missing)
+            if mine != theirs:
+                shown = (",".join(mine) or "''") if isinstance(mine, (list, tuple)) else mine
+                differ.append(f"{flag} {shown}")
+    return f"--budget {budget.get('fraction')} (seed {budget.get('seed')}{''.join(', ' + d for d in differ)})"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from instructeval_tasks.sweep import run_sweep
-from instructeval_tasks.sweep.budget import Budget, BudgetError, assign_cells
+from instructeval_tasks.sweep.budget import Budget, BudgetError, assign_cells, balanced_quotas
 from instructeval_tasks.sweep.store import SweepStoreError
 
 NAMES = [f"instr-{k}" for k in range(51)]
@@ -78,6 +78,61 @@ def test_draws_are_seeded_per_grid_and_reproducible():
     assert assign_cells(NAMES, AGNEWS_LABELS, Budget(0.1, seed=1), "agnews:zs") != first
 
 
+# the benchmark grids' methods beside null: 5 generic, 5 PromptSource, 40 ad hoc instructions
+METHODS = ["generic"] * 5 + ["promptsource"] * 5 + ["adhoc"] * 40
+
+
+def test_the_balanced_design_shares_the_uniform_cells_by_the_square_root_of_method_sizes():
+    quotas = balanced_quotas(METHODS, 100, Budget(0.1, design="balanced"))
+    totals = collections.Counter()
+    for method, q in zip(METHODS, quotas):
+        totals[method] += q
+    assert sum(quotas) == 50 * 10  # the uniform design's cells at 10%
+    # sqrt(5) : sqrt(5) : sqrt(40) of 500 = 103.6 : 103.6 : 292.9, i.e. 20.7, 20.7 and 7.3 items per
+    # instruction; whole items, the remainders largest first: 21 x 10, then 8 x 10 and 7 x 30 of ad hoc
+    assert totals == {"generic": 105, "promptsource": 105, "adhoc": 290}
+    assert set(quotas[:10]) == {21} and sorted(quotas[10:]) == [7] * 30 + [8] * 10
+    # one method: every instruction gets the uniform quota
+    assert set(balanced_quotas(["adhoc"] * 50, 100, Budget(0.1, design="balanced"))) == {10}
+
+
+def test_balanced_quotas_stay_within_the_minimum_and_the_items():
+    # 5%: ad hoc would get 3.66 items each, below --budget-min-items 4; it keeps 4, the others share the rest
+    quotas = balanced_quotas(METHODS, 100, Budget(0.05, min_items=4, design="balanced"))
+    assert sum(quotas) == 250 and set(quotas[10:]) == {4} and set(quotas[:10]) == {9}
+    # the default minimum (5) at 5% leaves nothing to move: every instruction gets 5, as the uniform design gives
+    assert set(balanced_quotas(METHODS, 100, Budget(0.05, design="balanced"))) == {5}
+    # a one-instruction method would get 336 of 100 items: it gets all 100, the 40 others the rest
+    quotas = balanced_quotas(["solo"] + ["adhoc"] * 40, 100, Budget(0.6, design="balanced"))
+    assert quotas[0] == 100 and set(quotas[1:]) == {59} and sum(quotas) == 41 * 60
+
+
+def test_balanced_cells_keep_the_sampler_guarantees():
+    names = [f"{method}-{k}" for k, method in enumerate(METHODS)]
+    budget = Budget(0.1, design="balanced")
+    cells = assign_cells(["null", *names], AGNEWS_LABELS, budget, "agnews:zs", full=["null"], methods=["null", *METHODS])
+    assert cells["null"] == list(range(100))
+    assert [len(cells[name]) for name in names] == balanced_quotas(METHODS, 100, budget)
+    assert set().union(*(set(cells[name]) for name in names)) == set(range(100))
+    for name in names:  # classes balanced within each instruction
+        counts = collections.Counter(AGNEWS_LABELS[j] for j in cells[name])
+        assert max(counts.values()) - min(counts.values()) <= 1
+    assert assign_cells(["null", *names], AGNEWS_LABELS, budget, "agnews:zs", full=["null"],
+                        methods=["null", *METHODS]) == cells
+    # without methods, or with one, the balanced design deals the uniform design's cells
+    uniform = assign_cells(names, AGNEWS_LABELS, Budget(0.1, min_items=10, design="uniform"), "agnews:zs")
+    assert assign_cells(names, AGNEWS_LABELS, Budget(0.1, min_items=10, design="balanced"), "agnews:zs") == uniform
+    assert assign_cells(names, AGNEWS_LABELS, Budget(0.1, min_items=10, design="balanced"), "agnews:zs",
+                        methods=["adhoc"] * 50) == uniform
+
+
+def test_the_default_design_is_balanced_with_its_own_minimum():
+    assert Budget(0.1).design == "balanced" and Budget(0.1).min_items == 5
+    assert Budget(0.1, design="uniform").min_items == 10 and Budget(0.1, design="adaptive").min_items == 10
+    assert Budget(0.1).as_dict()["design"] == "balanced"
+    assert "design" not in Budget(0.1, design="uniform").as_dict()  # uniform records are as they were
+
+
 @pytest.mark.parametrize("kwargs, message", [
     ({"fraction": 0}, r"--budget 0: expected a share"),
     ({"fraction": 1.5}, r"--budget 1.5"),
@@ -122,6 +177,7 @@ def test_budgeted_variants_evaluate_exactly_their_cells(budgeted_sweep):
     for name, v in variants.items():
         budget = v["meta"]["budget"]
         assert budget["fraction"] == 0.25 and budget["seed"] == 0 and budget["n_items"] == 8
+        assert budget["design"] == "balanced"
         assert v["n"] == {"original": 8, "effective": len(budget["items"])}
         grids[budget["grid"]].append(budget["items"])
         samples = list(out.rglob(f"samples_{name}_*.jsonl"))
@@ -146,7 +202,7 @@ def test_progress_lines_say_a_budgeted_score_is_on_its_cells(tmp_path, tiny_mode
               overrides={"instructions_per_method": 2, "test_sample": 8, "settings": ["zero_shot"]})
     err = capsys.readouterr().err
     # null gets all 8 items; each generic instruction max(ceil(0.25 * 8), 2, ceil(8 / 2)) = 4
-    assert "budget 0.25 (seed 0): 16 of 24 (instruction, item) cells (66.7%) in 1 (task, setting) grid(s)" in err
+    assert "budget 0.25 (seed 0, balanced design): 16 of 24 (instruction, item) cells (66.7%) in 1 (task, setting) grid(s)" in err
     assert re.search(r"done instructeval_agnews__null__zs: acc_per_token=\d\.\d{3} \(", err)
     assert len(re.findall(r"done instructeval_agnews__generic-\d__zs: acc_per_token=\d\.\d{3} on 4 of 8 items \(", err)) == 2
 
@@ -177,6 +233,13 @@ def test_resume_skips_the_same_budget_and_refuses_another(budgeted_sweep, tiny_m
         _sweep(out, tiny_model_dir, tiny_data_dir, Budget(0.25, min_items=2, seed=1), dry_run=True)
     with pytest.raises(SweepStoreError, match=r"computed with --budget 0.25 \(seed 0\); this run asks for no --budget \(the full grid\)"):
         _sweep(out, tiny_model_dir, tiny_data_dir, None, dry_run=True)
+    # the design alone differs: the message names it (a record without "design" is a uniform one)
+    with pytest.raises(SweepStoreError, match=r"computed with --budget 0.25 \(seed 0, --budget-design balanced\); "
+                                              r"this run asks for --budget 0.25 \(seed 0, --budget-design uniform\)"):
+        _sweep(out, tiny_model_dir, tiny_data_dir, Budget(0.25, min_items=2, design="uniform"), dry_run=True)
+    with pytest.raises(SweepStoreError, match=r"\(seed 0, --budget-min-items 2\); this run asks for --budget 0.25 "
+                                              r"\(seed 0, --budget-min-items 3\)"):
+        _sweep(out, tiny_model_dir, tiny_data_dir, Budget(0.25, min_items=3), dry_run=True)
 
 
 @pytest.mark.parametrize("args, message", [
@@ -255,3 +318,36 @@ def test_the_adaptive_design_reads_logs_whose_texts_hold_unicode_line_breaks(tmp
     log = tmp_path / "samples_instructeval_imdb__null__zs_2026-01-01T00-00-00.000001.jsonl"
     log.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     assert saved_cells(SimpleNamespace(root=tmp_path), "instructeval_imdb__null__zs") == {0: 0.0, 1: 1.0, 2: 0.0}
+
+
+def test_the_cli_offers_every_design_and_defaults_to_the_budgets_default():
+    from instructeval_tasks.cli import build_parser
+    from instructeval_tasks.sweep.budget import DEFAULT_DESIGN, DESIGNS
+
+    parser = build_parser()
+    run = next(a for a in parser._subparsers._group_actions[0].choices.items() if a[0] == "run")[1]
+    design = next(a for a in run._actions if a.dest == "budget_design")
+    assert tuple(design.choices) == DESIGNS
+    assert design.help.startswith(f"{DEFAULT_DESIGN} (default)")
+
+
+def test_the_cli_budget_deals_balanced_cells_by_default(tmp_path, tiny_model_dir, tiny_data_dir):
+    out = tmp_path / "o"
+    proc = subprocess.run(
+        [sys.executable, "-m", "instructeval_tasks.cli", "run", "--model", "hf", "--model_args",
+         f"pretrained={tiny_model_dir},dtype=float32", "--tasks", "agnews", "--methods", "null,generic,adhoc",
+         "--instructions-per-method", "20", "--profile", "quick", "--test-sample", "8", "--settings", "zero_shot",
+         "--data-dir", str(tiny_data_dir), "--output", str(out), "--budget", "0.25", "--budget-min-items", "1"],
+        capture_output=True, text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "budget 0.25 (seed 0, balanced design): 58 of 208 (instruction, item) cells" in proc.stderr
+    records = {name: v["meta"]["budget"] for name, v in _variants(out).items()}
+    by_method = collections.defaultdict(list)
+    for name, record in records.items():
+        assert record["design"] == "balanced" and record["min_items"] == 1
+        by_method[name.split("__")[1].split("-")[0]].append(len(record["items"]))
+    # 25 instructions x max(ceil(0.25 * 8), 1) = 50 cells (the uniform design: 2 each); sqrt(5) : sqrt(20)
+    # gives the 5 generic 3.33 items each and the 20 ad hoc 1.67; whole items, remainders largest first
+    assert by_method["null"] == [8]
+    assert by_method["generic"] == [3] * 5 and sorted(by_method["adhoc"]) == [1] * 5 + [2] * 15
