@@ -17,12 +17,13 @@ estimator is applied (``instructeval_aggregation.budgeted.estimate_grid``), and 
 compared with the full grid's exact accuracies:
 
 - MAE of per-instruction accuracy, of method means and of the 5/25/50/75/95% quantiles across
-  instructions (accuracy points, i.e. x100);
+  instructions (accuracy points, i.e. x100); instructions and methods count only where estimated:
+  the ``--full-methods`` (null) are evaluated on every item and exact (``score_estimates``);
 - Spearman correlation between the estimated and the exact instruction ranking;
 - best-instruction regret: the exact accuracy of the truly best instruction minus that of the one
   estimated best (points);
-- interval coverage: share of exact values inside their 95% interval, for instructions, method
-  means and quantiles;
+- interval coverage: share of exact values inside their 95% interval, for the estimated
+  instructions and method means and for the quantiles;
 - the share of cells evaluated.
 
 The observed-subset mean (each instruction's accuracy on its own cells, no model) is printed beside
@@ -189,8 +190,6 @@ def evaluate_grid(grid: dict, fraction: float, seed: int, n_draws: int, key: str
                   full_methods: tuple[str, ...]) -> dict[str, Scores]:
     """Scores against the full grid, for one draw: the item-response estimates (``model``) and, but
     for the adaptive design, the observed-subset means (``subset``) and the reference ``known-b``."""
-    from scipy.stats import spearmanr
-
     from instructeval_aggregation.bootstrap import rng_for
     from instructeval_aggregation.budgeted import QUANTILES as QS
     from instructeval_aggregation.budgeted import estimate_grid
@@ -205,29 +204,11 @@ def evaluate_grid(grid: dict, fraction: float, seed: int, n_draws: int, key: str
     est = estimate_grid(cells, n_boot=n_draws, level=0.95, rng=rng_for("budget-validation", key, fraction, seed, design))
     truth = y.mean(axis=1)
     share = cells.y.size / (m * n)
-    groups = range(len(methods))
-    true_methods = np.array([truth[method_of == k].mean() for k in groups])
-    true_quantiles = np.quantile(truth, QS)
-
-    def inside(values, low, high) -> float:
-        return float(np.mean((values >= low - 1e-12) & (values <= high + 1e-12)))
+    estimated = [k for k, method in enumerate(methods) if method not in full_methods]
 
     def score(values: np.ndarray, quantiles: np.ndarray, draws: np.ndarray | None) -> Scores:
-        method_values = np.array([values[method_of == k].mean() for k in groups])
-        cover = method_cover = quantile_cover = float("nan")
-        if draws is not None:
-            lo, hi = np.quantile(draws, [0.025, 0.975], axis=0)
-            cover = inside(truth, lo, hi)
-            per_method = np.stack([draws[:, method_of == k].mean(axis=1) for k in groups], axis=1)
-            mlo, mhi = np.quantile(per_method, [0.025, 0.975], axis=0)
-            method_cover = inside(true_methods, mlo, mhi)
-            quantile_cover = inside(true_quantiles, est.quantile_low, est.quantile_high)
-        with warnings.catch_warnings():  # a grid whose accuracies are all equal has no ranking (rho reported as 0)
-            warnings.simplefilter("ignore")
-            rho = spearmanr(values, truth).statistic
-        return Scores(100 * float(np.mean(np.abs(values - truth))), 100 * float(np.mean(np.abs(method_values - true_methods))),
-                      100 * float(np.mean(np.abs(quantiles - true_quantiles))), float(rho) if np.isfinite(rho) else 0.0,
-                      100 * float(truth.max() - truth[int(np.argmax(values))]), cover, method_cover, quantile_cover, share)
+        return score_estimates(values, quantiles, truth, method_of, estimated, share=share, draws=draws,
+                               quantile_interval=(est.quantile_low, est.quantile_high) if draws is not None else None)
 
     model = score(est.point, est.quantiles, est.replicates)
     if design == "adaptive":
@@ -236,6 +217,53 @@ def evaluate_grid(grid: dict, fraction: float, seed: int, n_draws: int, key: str
     known = known_items_estimate(y, [chosen[name] for name in names])
     return {"model": model, "subset": score(subset, np.quantile(subset, QS), None),
             "known-b": score(known, np.quantile(known, QS), None)}
+
+
+def score_estimates(values: np.ndarray, quantiles: np.ndarray, truth: np.ndarray, method_of: np.ndarray,
+                    estimated: list[int], *, share: float, draws: np.ndarray | None = None,
+                    quantile_interval: tuple[np.ndarray, np.ndarray] | None = None) -> Scores:
+    """One estimate's scores against the full grid's exact accuracies ``truth``.
+
+    Instruction and method errors and coverages count only the ``estimated`` methods (indices into
+    the methods of ``method_of``): the instructions of ``--budget-full-methods`` are evaluated on
+    every item, so their exact values would add zero errors and intervals that cannot miss. The
+    quantiles, the ranking and the regret are across every instruction. ``draws`` (draws x
+    instructions) give the intervals; without them the coverages are NaN.
+
+    Example (null exact, three generic instructions, one off by 10 points):
+        >>> s = score_estimates(np.array([.5, .6, .7, .9]), np.array([.6]), np.array([.5, .6, .7, .8]),
+        ...                     np.array([0, 1, 1, 1]), [1], share=0.5)
+        >>> round(s.instr_mae, 2), round(s.method_mae, 2)
+        (3.33, 3.33)
+    """
+    from scipy.stats import spearmanr
+
+    from instructeval_aggregation.budgeted import QUANTILES as QS
+
+    rows = np.isin(method_of, estimated)
+    true_methods = np.array([truth[method_of == k].mean() for k in estimated])
+    method_values = np.array([values[method_of == k].mean() for k in estimated])
+    true_quantiles = np.quantile(truth, QS)
+
+    def inside(values, low, high) -> float:
+        return float(np.mean((values >= low - 1e-12) & (values <= high + 1e-12)))
+
+    cover = method_cover = quantile_cover = float("nan")
+    if draws is not None:
+        lo, hi = np.quantile(draws, [0.025, 0.975], axis=0)
+        cover = inside(truth[rows], lo[rows], hi[rows])
+        per_method = np.stack([draws[:, method_of == k].mean(axis=1) for k in estimated], axis=1)
+        mlo, mhi = np.quantile(per_method, [0.025, 0.975], axis=0)
+        method_cover = inside(true_methods, mlo, mhi)
+        if quantile_interval is not None:
+            quantile_cover = inside(true_quantiles, *quantile_interval)
+    with warnings.catch_warnings():  # a grid whose accuracies are all equal has no ranking (rho reported as 0)
+        warnings.simplefilter("ignore")
+        rho = spearmanr(values, truth).statistic
+    return Scores(100 * float(np.mean(np.abs(values[rows] - truth[rows]))),
+                  100 * float(np.mean(np.abs(method_values - true_methods))),
+                  100 * float(np.mean(np.abs(quantiles - true_quantiles))), float(rho) if np.isfinite(rho) else 0.0,
+                  100 * float(truth.max() - truth[int(np.argmax(values))]), cover, method_cover, quantile_cover, share)
 
 
 def known_items_estimate(y: np.ndarray, chosen: list[list[int]]) -> np.ndarray:

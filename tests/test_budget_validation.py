@@ -9,7 +9,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
-from budget_validation import Scores, coverage_misses, known_items_estimate  # noqa: E402
+from budget_validation import Scores, coverage_misses, known_items_estimate, score_estimates  # noqa: E402
 
 
 def test_every_cell_observed_gives_the_exact_accuracies():
@@ -43,3 +43,17 @@ def test_coverage_misses_name_each_grid_and_interval_outside_90_to_97_percent():
                (0.1, "uniform", "b", "model"): [scores(0.95, 0.97, 0.90)],
                (0.1, "uniform", "c", "model"): [scores(1.0, 0.9, 0.95)]}
     assert coverage_misses(results, ["a", "b", "c", "d"]) == ["a instructions 88.0%, quantiles 86.0%", "c instructions 100.0%"]
+
+
+def test_errors_and_coverages_leave_out_the_fully_evaluated_methods():
+    truth = np.array([0.5, 0.6, 0.7, 0.8])  # null (exact: every item evaluated), three generic instructions
+    values = np.array([0.5, 0.6, 0.7, 0.9])
+    method_of = np.array([0, 1, 1, 1])
+    draws = np.tile(values, (40, 1))  # intervals of width 0: the null one covers, the 0.9 one misses
+    s = score_estimates(values, np.quantile(values, [0.05, 0.25, 0.5, 0.75, 0.95]), truth, method_of, [1],
+                        share=0.5, draws=draws)
+    assert np.isclose(s.instr_mae, 10 / 3) and np.isclose(s.method_mae, 10 / 3)  # not 2.5 and 1.67 with null
+    assert np.isclose(s.coverage, 2 / 3) and s.method_coverage == 0.0  # not 3/4 and 1/2
+    everything = score_estimates(values, np.quantile(values, [0.05, 0.25, 0.5, 0.75, 0.95]), truth, method_of, [0, 1],
+                                 share=0.5, draws=draws)
+    assert np.isclose(everything.instr_mae, 2.5) and np.isclose(everything.method_coverage, 0.5)

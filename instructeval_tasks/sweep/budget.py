@@ -59,6 +59,7 @@ DEFAULT_MIN_ITEMS = 10
 # The balanced design's floor: lower than the uniform one's, or at 10% of 100 items (10 each) it
 # could move no cell from the large methods to the small ones.
 BALANCED_MIN_ITEMS = 5
+BALANCED_POWER = 0.5  # a method's share of the cells goes as (its instruction count) ** BALANCED_POWER
 DEFAULT_FULL_METHODS = ("null",)
 DESIGNS = ("uniform", "balanced", "adaptive")
 DEFAULT_DESIGN = "balanced"
@@ -185,8 +186,8 @@ def balanced_quotas(methods: Sequence[str], n_items: int, budget: Budget) -> lis
     per: dict[str, float] = {}
     free, left = set(sizes), float(total)
     while free:
-        weight = sum(math.sqrt(sizes[k]) for k in free)
-        trial = {k: left * math.sqrt(sizes[k]) / weight / sizes[k] for k in free}
+        weight = sum(sizes[k] ** BALANCED_POWER for k in free)
+        trial = {k: left * sizes[k] ** BALANCED_POWER / weight / sizes[k] for k in free}
         bound = {k: float(floor) if q < floor else float(n) for k, q in trial.items() if q < floor or q > n}
         if not bound:
             per.update(trial)
