@@ -104,7 +104,8 @@ def budget_html(estimates: BudgetEstimates, figures: Mapping[str, Path], img: Ca
         row = grid_row.iloc[0]
         parts.append(f"<h3>{html.escape(f'{model} / {task} / {grid}')} (estimates)</h3>")
         parts.append(f"<p class='note'>{int(row['observed_cells'])} of {int(row['grid_cells'])} cells observed "
-                     f"({row['observed_share']:.1%}); {int(row['n_instructions'])} instructions x {int(row['n_items'])} items; "
+                     f"({row['observed_share']:.1%}, {html.escape(str(row['design']))} design); "
+                     f"{int(row['n_instructions'])} instructions x {int(row['n_items'])} items; "
                      f"metric {html.escape(str(row['metric']))}; SDs (logits): instruction {row['s_instruction']:.3f}, "
                      f"item {row['s_item']:.3f}; {int(row['n_boot'])} predictive draws.</p>")
         pick = lambda frame: frame[(frame["model"] == model) & (frame["task"] == task) & (frame["grid"] == grid)]  # noqa: E731

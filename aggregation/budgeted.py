@@ -47,7 +47,7 @@ QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
 DEFAULT_IRT_BOOT = 200
 
 GRID_COLUMNS = ["model", "task", "grid", "setting", "metric", "n_instructions", "n_items", "observed_cells",
-                "grid_cells", "observed_share", "s_instruction", "s_item", "method_covariate", "n_boot"]
+                "grid_cells", "observed_share", "s_instruction", "s_item", "method_covariate", "n_boot", "design"]
 INSTRUCTION_COLUMNS = ["model", "task", "grid", "setting", "method", "instruction", "observed_items",
                        "observed_accuracy", "estimate", "ci_low", "ci_high", "p_best"]
 METHOD_COLUMNS = ["model", "task", "grid", "setting", "method", "n_instructions", "estimate", "ci_low", "ci_high"]
@@ -186,6 +186,11 @@ def estimate_grid(cells: Cells, *, n_boot: int, level: float, rng: np.random.Gen
     return GridEstimate(fit, point, draws, lo, hi, p_best, per_draw.mean(axis=0), q_lo, q_hi)
 
 
+def _design_of(members: Sequence[VariantResult]) -> str:
+    """The ``--budget-design`` the grid's cells were dealt by (a record without one is uniform)."""
+    return ",".join(sorted({str(v.metadata[BUDGET_KEY].get("design", "uniform")) for v in members}))
+
+
 def estimate_budgeted(
     variants: list[VariantResult],
     metric_of: Mapping[tuple[str, str], str],
@@ -230,7 +235,7 @@ def estimate_budgeted(
                           "observed_cells": int(cells.y.size), "grid_cells": cells.n_rows * cells.n_cols,
                           "observed_share": cells.y.size / max(cells.n_rows * cells.n_cols, 1),
                           "s_instruction": fit.s_a, "s_item": fit.s_item, "method_covariate": method_covariate,
-                          "n_boot": n_boot})
+                          "n_boot": n_boot, "design": _design_of(members)})
         lo, hi, p_best = est.ci_low, est.ci_high, est.p_best
         row_method = [group[0].method for group in row_variants]
         for i, group in enumerate(row_variants):

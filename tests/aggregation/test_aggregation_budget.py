@@ -26,7 +26,7 @@ def _truth(model_seed: int) -> np.ndarray:
     return (rng.random(p.shape) < p).astype(float)
 
 
-def _budgeted_run(folder, model: str, y: np.ndarray, fraction: float = 0.25):
+def _budgeted_run(folder, model: str, y: np.ndarray, fraction: float = 0.25, design: str | None = None):
     names = [f"instructeval_agnews__{iid}__zs" for _, iid in INSTRUCTIONS]
     labels = [j % 4 for j in range(N_ITEMS)]
     cells = assign_cells(names, labels, Budget(fraction, min_items=4), "agnews:zs")
@@ -35,6 +35,8 @@ def _budgeted_run(folder, model: str, y: np.ndarray, fraction: float = 0.25):
         items = cells[name]
         budget = {"fraction": fraction, "seed": 0, "min_items": 4, "grid": "agnews:zs", "items": items,
                   "n_items": N_ITEMS, "grid_cells": sum(map(len, cells.values())), "grid_size": N_ITEMS * len(names)}
+        if design is not None:
+            budget["design"] = design
         variants.append(SyntheticVariant("agnews", method, iid, "zero_shot", correct=list(y[i, items]), doc_ids=items,
                                          n_test=N_ITEMS, metadata={"budget": budget}))
     return write_run(folder, model, variants), variants
@@ -64,6 +66,7 @@ def test_aggregate_replaces_budgeted_values_by_estimates_and_marks_them(tmp_path
     assert variants.loc[("model-a", "generic-0"), "estimated"] and not variants.loc[("model-b", "generic-0"), "estimated"]
     grid = result.budget.grids.iloc[0]
     assert grid["observed_cells"] == sum(len(v) for v in [range(10)] * 7) and grid["n_items"] == N_ITEMS
+    assert grid["design"] == "uniform"  # the records say no design: written before there were designs
     best = result.budget.best.iloc[0]
     assert best["instruction"] == est["estimate"].idxmax() and best["p_best"] == est.loc[best["instruction"], "p_best"]
     assert est["p_best"].sum() == pytest.approx(1.0)
@@ -83,6 +86,7 @@ def test_aggregate_replaces_budgeted_values_by_estimates_and_marks_them(tmp_path
     assert "AG News (est.)" in (out / "tables" / "gain_zero_shot.tex").read_text()
     html = (out / "report.html").read_text()
     assert "<h2>Budgeted estimates</h2>" in html and "AG News (est.)" in html
+    assert "70 of 280 cells observed (25.0%, uniform design)" in html
     summary = json.loads((out / "summary.json").read_text())
     assert {r["instruction"] for r in summary["budget"]["instructions"]} == {iid for _, iid in INSTRUCTIONS}
     assert any(p.startswith("estimates_model-a__agnews-zs") for p in summary["plots"])
@@ -181,3 +185,12 @@ def test_budgeted_copies_of_different_budgets_are_both_dropped(tmp_path):
     conflicts = [i for i in runs.issues.sorted() if i.code == "budget-conflict"]
     assert conflicts and all("--budget 0.25 seed 0" in i.message and "--budget 0.5 seed 0" in i.message for i in conflicts)
     assert not runs.variants
+
+
+def test_the_estimates_say_which_design_dealt_the_cells(tmp_path):
+    _budgeted_run(tmp_path / "runs", "model-a", _truth(10), design="balanced")
+    result = aggregate(load_runs([tmp_path / "runs"]), n_boot=0, irt_boot=0)
+    assert result.budget.grids["design"].tolist() == ["balanced"]
+    write_report(result, tmp_path / "report")
+    assert "balanced design)" in (tmp_path / "report" / "report.html").read_text()
+    assert "design" in (tmp_path / "report" / "data" / "budget_grids.csv").read_text().splitlines()[0]
