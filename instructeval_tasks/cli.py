@@ -79,11 +79,26 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt as err:
         from instructeval_tasks.sweep.interrupts import Terminated
 
-        if isinstance(err, Terminated):
+        terminated = isinstance(err, Terminated)
+        _release_frames(err)
+        if terminated:
             print("terminated", file=sys.stderr)
             return 143  # 128 + SIGTERM, as a shell reports a process ended by it
         print("interrupted", file=sys.stderr)
         return 130
+
+
+def _release_frames(err: BaseException) -> None:
+    """Free the frames ``err``'s tracebacks hold, now: what lives in them (the harness's progress bar)
+    is closed, and prints its last line, before the stop message rather than after it, at exit."""
+    import gc
+
+    seen: set[int] = set()
+    while err is not None and id(err) not in seen:
+        seen.add(id(err))
+        err.__traceback__ = None
+        err = err.__cause__ or err.__context__
+    gc.collect()
 
 
 if __name__ == "__main__":

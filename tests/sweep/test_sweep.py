@@ -202,6 +202,30 @@ def test_ctrl_c_stops_cleanly_and_the_rerun_resumes(tmp_path, tiny_model_dir, ti
     assert len(_variants(out)) == 2 * 3 * 7
 
 
+def test_the_stop_message_is_the_last_line_even_with_a_progress_bar_alive(monkeypatch, capsys):
+    """A SIGTERM that lands in the harness's loop leaves its progress bar in the traceback's frames;
+    freed at exit, the bar printed its last line after "terminated". The frames are freed first."""
+    import instructeval_tasks.commands.run as run_command
+    from instructeval_tasks.cli import main
+    from instructeval_tasks.sweep.interrupts import Terminated
+
+    class Bar:  # closes, printing its last state, when its frame is freed (as tqdm does)
+        def __del__(self):
+            print("Running loglikelihood requests: 0/16", file=sys.stderr)
+
+    def evaluate(args):
+        bar = Bar()  # noqa: F841  (held by this frame, as the harness's loop holds its bar)
+        try:
+            raise RuntimeError("inside the harness")
+        except RuntimeError:
+            raise Terminated("SIGTERM")
+
+    monkeypatch.setattr(run_command, "run", evaluate)
+    assert main(["run", "--model", "hf", "--tasks", "agnews", "--output", "unused"]) == 143
+    err = capsys.readouterr().err
+    assert err.rstrip().endswith("terminated") and "0/16" in err
+
+
 def test_sigterm_says_what_is_saved_and_the_rerun_resumes(tmp_path, tiny_model_dir, tiny_data_dir):
     """SIGTERM (kill, a scheduler's stop) used to end the sweep without a word; the resume was right."""
     out = tmp_path / "out"
