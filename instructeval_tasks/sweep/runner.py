@@ -288,7 +288,7 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
         echo(f"budget {budget.fraction:g} (seed {budget.seed}, {budget.design} design): {budget_totals['cells']:,} of "
              f"{budget_totals['grid_size']:,} (instruction, item) cells "
              f"({budget_totals['cells'] / max(budget_totals['grid_size'], 1):.1%}) in {budget_totals['grids']} "
-             f"(task, setting) grid(s); every instruction >= {min(budget.first_slice().min_items, min(len(c) for c in classes.values()))} "
+             f"(task, setting) grid(s); every instruction >= {_least_items(plan, metadata, budget)} "
              f"items, every item >= 1 instruction"
              + _adaptive_words(budget, budget_totals))
 
@@ -432,6 +432,12 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
     report.seconds = time.monotonic() - start
     echo(f"sweep finished: {report.evaluated} variants evaluated in {report.seconds:.0f} s -> {store.root}")
     return report
+
+
+def _least_items(plan: list[Variant], metadata: dict[str, dict[str, Any]], budget: Budget) -> int:
+    """The fewest items a budgeted instruction of the plan evaluates (now: an adaptive design's first slice)."""
+    counts = [len(metadata[v.name][BUDGET_KEY]["items"]) for v in plan if v.entry.method not in budget.full_methods]
+    return min(counts, default=0)
 
 
 def _adaptive_words(budget: Budget, totals: dict[str, Any]) -> str:

@@ -202,7 +202,8 @@ def test_progress_lines_say_a_budgeted_score_is_on_its_cells(tmp_path, tiny_mode
               overrides={"instructions_per_method": 2, "test_sample": 8, "settings": ["zero_shot"]})
     err = capsys.readouterr().err
     # null gets all 8 items; each generic instruction max(ceil(0.25 * 8), 2, ceil(8 / 2)) = 4
-    assert "budget 0.25 (seed 0, balanced design): 16 of 24 (instruction, item) cells (66.7%) in 1 (task, setting) grid(s)" in err
+    assert ("budget 0.25 (seed 0, balanced design): 16 of 24 (instruction, item) cells (66.7%) in 1 (task, setting) "
+            "grid(s); every instruction >= 4 items") in err
     assert re.search(r"done instructeval_agnews__null__zs: acc_per_token=\d\.\d{3} \(", err)
     assert len(re.findall(r"done instructeval_agnews__generic-\d__zs: acc_per_token=\d\.\d{3} on 4 of 8 items \(", err)) == 2
 
@@ -342,6 +343,7 @@ def test_the_cli_budget_deals_balanced_cells_by_default(tmp_path, tiny_model_dir
     )
     assert proc.returncode == 0, proc.stderr
     assert "budget 0.25 (seed 0, balanced design): 58 of 208 (instruction, item) cells" in proc.stderr
+    assert "every instruction >= 1 items" in proc.stderr  # the fewest dealt, not the floor
     records = {name: v["meta"]["budget"] for name, v in _variants(out).items()}
     by_method = collections.defaultdict(list)
     for name, record in records.items():
