@@ -93,7 +93,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="balanced (default): the cells shared among the methods by the square root of "
                              "their instruction counts (closer method means); uniform: every instruction gets the "
                              "same share of items; adaptive: half the budget uniformly, the rest in two rounds to "
-                             "the cells the item-response model is least sure of (local executor)")
+                             "the cells the item-response model is least sure of: better rankings, worse method "
+                             "means (local executor)")
     group = parser.add_argument_group("protocol overrides (default: the profile's value)")
     group.add_argument("--num-fewshot", dest="num_fewshot", type=int)
     group.add_argument("--selections", dest="n_selections", type=int, help="demo selections (few-shot and selectional std)")
