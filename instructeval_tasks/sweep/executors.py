@@ -56,6 +56,11 @@ class JobQueue:
     def release(self, job: "ChunkJob") -> None:
         """A taken chunk is saved, or will not be (the sweep stops): nothing to do for a plain queue."""
 
+    def release_all(self, jobs: Iterable["ChunkJob"]) -> None:
+        """``release`` each chunk of a pool."""
+        for job in jobs:
+            self.release(job)
+
 
 class Executor(Protocol):
     name: str
@@ -87,8 +92,7 @@ class LocalExecutor:
                                                                        log_samples=log_samples, on_variant=on_variant)):
                     save(job, results, samples)
             finally:
-                for job in jobs:
-                    queue.release(job)
+                queue.release_all(jobs)
             stop.raise_if_requested()
 
 

@@ -209,10 +209,6 @@ class RayExecutor:
             actors.append(actor)
             return actor
 
-        def release(jobs: list[ChunkJob]) -> None:
-            for job in jobs:
-                queue.release(job)
-
         def next_pool() -> list[ChunkJob]:
             # at most an idle worker's share of the chunks left, so that one pool does not leave the
             # other idle workers without chunks
@@ -243,11 +239,11 @@ class RayExecutor:
                         for job in jobs:
                             attempts[job.key] = attempts.get(job.key, 0) + 1
                         if stop.requested:
-                            release(jobs)  # not retried: the sweep is stopping; a re-run does it
+                            queue.release_all(jobs)  # not retried: the sweep is stopping; a re-run does it
                             continue
                         worst = max(jobs, key=lambda job: attempts[job.key])
                         if attempts[worst.key] >= self.MAX_ATTEMPTS or replacements_left == 0:
-                            release(jobs)
+                            queue.release_all(jobs)
                             raise WorkerFailure(
                                 f"chunk {worst.key}: its Ray worker died {attempts[worst.key]} time(s); "
                                 f"last error: {str(err).splitlines()[0] if str(err) else type(err).__name__}"
@@ -262,7 +258,7 @@ class RayExecutor:
                         idle.append(start_worker())
                         continue
                     except BaseException:
-                        release(jobs)
+                        queue.release_all(jobs)
                         raise
                     try:
                         for job, (results, samples, seconds) in zip(jobs, evaluated):
@@ -271,12 +267,12 @@ class RayExecutor:
                                 on_variant(by_name[name], results, took)
                             save(job, results, samples)
                     finally:
-                        release(jobs)
+                        queue.release_all(jobs)
                     idle.append(actor)
             stop.raise_if_requested()
         finally:
             for _, jobs in in_flight.values():
-                release(jobs)
+                queue.release_all(jobs)
             for actor in actors:
                 ray.kill(actor)
             if started_here:
