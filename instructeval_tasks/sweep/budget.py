@@ -45,6 +45,7 @@ from __future__ import annotations
 import difflib
 import math
 import random
+from collections import Counter
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Hashable, Sequence
 
@@ -180,9 +181,7 @@ def balanced_quotas(methods: Sequence[str], n_items: int, budget: Budget) -> lis
         return [0] * m
     total = m * min(n, max(math.ceil(budget.fraction * n - 1e-9), math.ceil(n / m)))
     floor = min(n, budget.min_items)
-    sizes: dict[str, int] = {}
-    for method in methods:
-        sizes[method] = sizes.get(method, 0) + 1
+    sizes = Counter(methods)
     per: dict[str, float] = {}
     free, left = set(sizes), float(total)
     while free:
