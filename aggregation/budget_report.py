@@ -89,6 +89,13 @@ def budget_plots(estimates: BudgetEstimates, folder: Path) -> list[Path]:
     return paths
 
 
+def _class_words(n_classes: int) -> str:
+    """How the fit treated the items' gold classes, for the grid's note."""
+    if n_classes > 1:
+        return f"instruction and method effects per gold class ({n_classes} classes)"
+    return "one effect per instruction (no gold classes)"
+
+
 def budget_html(estimates: BudgetEstimates, figures: Mapping[str, Path], img: Callable[[Path], str],
                 frame_html: Callable[..., str]) -> str:
     parts = [
@@ -107,7 +114,8 @@ def budget_html(estimates: BudgetEstimates, figures: Mapping[str, Path], img: Ca
                      f"({row['observed_share']:.1%}, {html.escape(str(row['design']))} design); "
                      f"{int(row['n_instructions'])} instructions x {int(row['n_items'])} items; "
                      f"metric {html.escape(str(row['metric']))}; SDs (logits): instruction {row['s_instruction']:.3f}, "
-                     f"item {row['s_item']:.3f}; {int(row['n_boot'])} predictive draws.</p>")
+                     f"item {row['s_item']:.3f}; {_class_words(int(row['item_classes']))}; "
+                     f"{int(row['n_boot'])} predictive draws.</p>")
         pick = lambda frame: frame[(frame["model"] == model) & (frame["task"] == task) & (frame["grid"] == grid)]  # noqa: E731
         drop = ["model", "task", "grid", "setting"]
         parts.append(frame_html(pick(estimates.best).drop(columns=drop), "Best instruction (estimate, P(best))"))

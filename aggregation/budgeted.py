@@ -5,7 +5,9 @@ A variant whose metadata has ``budget`` (``instructeval run --budget F``) was ev
 For each (model, task, grid) this module reads the variants' per-sample logs (the primary metric of
 the (model, task)), fits the crossed item-response model of ``instructeval_tasks.item_response``
 (methods as fixed effects, instruction effects normal, item effects from a fitted discrete
-distribution) and reports:
+distribution; methods and instructions with one effect per gold class of a classification or
+multiple-choice grid, the classes read from the samples' ``target``: ``item_classes`` in
+``budget_grids.csv``) and reports:
 
 - each instruction's estimated accuracy ``acc_i`` (observed cells as scored, the others predicted),
   its observed accuracy on its own items, and the probability that it is the grid's best;
@@ -35,19 +37,19 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from instructeval_tasks.item_response import Cells, CrossedFit, fit_crossed, instruction_accuracy, predictive_draws
+from instructeval_tasks.item_response import Cells, CrossedFit, fit_crossed, instruction_accuracy, item_classes, predictive_draws
 
 from .bootstrap import rng_for
 from .issues import AggregationError, IssueLog
 from .records import VariantResult
-from .samples import read_sample_values
+from .samples import read_sample_targets
 
 BUDGET_KEY = "budget"
 QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
 DEFAULT_IRT_BOOT = 200
 
 GRID_COLUMNS = ["model", "task", "grid", "setting", "metric", "n_instructions", "n_items", "observed_cells",
-                "grid_cells", "observed_share", "s_instruction", "s_item", "method_covariate", "n_boot", "design"]
+                "grid_cells", "observed_share", "s_instruction", "s_item", "method_covariate", "item_classes", "n_boot", "design"]
 INSTRUCTION_COLUMNS = ["model", "task", "grid", "setting", "method", "instruction", "observed_items",
                        "observed_accuracy", "estimate", "ci_low", "ci_high", "p_best"]
 METHOD_COLUMNS = ["model", "task", "grid", "setting", "method", "n_instructions", "estimate", "ci_low", "ci_high"]
@@ -111,6 +113,7 @@ def _grid_cells(variants: Sequence[VariantResult], metric: str,
     for v in variants:
         members.setdefault((v.method, v.instruction), []).append(v)
     rows, cols, ys, row_variants = [], [], [], []
+    targets: dict[int, str | None] = {}
     for i, group in enumerate(members.values()):
         seen: set[int] = set()
         for v in group:
@@ -120,7 +123,7 @@ def _grid_cells(variants: Sequence[VariantResult], metric: str,
                              f"(run without --no-log-samples)", file=v.file, variant=v.name)
                 return None
             try:
-                doc_ids, values = read_sample_values(v.samples_path, metric)
+                doc_ids, values, gold = read_sample_targets(v.samples_path, metric)
             except AggregationError as err:
                 issues.error("budget", str(err), file=v.samples_path, variant=v.name)
                 return None
@@ -137,10 +140,24 @@ def _grid_cells(variants: Sequence[VariantResult], metric: str,
                              f"evaluated for this instruction by another variant of the grid", file=v.file, variant=v.name)
                 return None
             seen.update(recorded)
+            for doc_id, target in zip(doc_ids.tolist(), gold):
+                if targets.setdefault(doc_id, target) != target:
+                    issues.error("budget", f"{v.describe()}: item {doc_id} has gold answer {target!r} here but "
+                                 f"{targets[doc_id]!r} in another variant of the grid: samples of different data",
+                                 file=v.samples_path, variant=v.name)
+                    return None
             rows.append(np.full(len(doc_ids), i))
             cols.append(doc_ids)
             ys.append(values)
         row_variants.append(group)
+    classes = None
+    if variants[0].task_type != "gqa":  # open answers are no classes
+        classes = item_classes(targets, n_items)
+        unknown = [j for j in range(n_items) if targets.get(j) is None]
+        if unknown:
+            issues.warn("budget", f"grid {budgets[0].get('grid')!r}: the gold answers of items {unknown[:8]} are in no "
+                        f"samples file (no instruction evaluated them, or their lines have no target): its estimates "
+                        f"use one effect per instruction, not one per gold class", variant=variants[0].name)
     cells = Cells(
         rows=np.concatenate(rows).astype(int),
         cols=np.concatenate(cols).astype(int),
@@ -148,6 +165,7 @@ def _grid_cells(variants: Sequence[VariantResult], metric: str,
         n_rows=len(members),
         n_cols=n_items,
         groups=np.array([methods.index(method) for method, _ in members]),
+        classes=classes,
     )
     counts = np.bincount(cells.rows, minlength=cells.n_rows)
     sums = np.bincount(cells.rows, cells.y, minlength=cells.n_rows)
@@ -235,6 +253,7 @@ def estimate_budgeted(
                           "observed_cells": int(cells.y.size), "grid_cells": cells.n_rows * cells.n_cols,
                           "observed_share": cells.y.size / max(cells.n_rows * cells.n_cols, 1),
                           "s_instruction": fit.s_a, "s_item": fit.s_item, "method_covariate": method_covariate,
+                          "item_classes": cells.n_classes,
                           "n_boot": n_boot, "design": _design_of(members)})
         lo, hi, p_best = est.ci_low, est.ci_high, est.p_best
         row_method = [group[0].method for group in row_variants]

@@ -24,6 +24,8 @@ from typing import Sequence
 
 import numpy as np
 
+from instructeval_tasks.item_response import target_text
+
 from .issues import AggregationError, IssueLog
 from .json_input import BadJson, parse_json_bytes
 from .records import VariantResult
@@ -88,7 +90,22 @@ def read_samples(path: str, metric: str, *, filter_name: str = "none") -> tuple[
         UTF-8, nested absurdly deep), a missing or non-integer ``doc_id``, a missing metric value,
         or a repeated ``doc_id``.
     """
-    rows: dict[str, list[tuple[int, float, float]]] = {}
+    chosen = _sample_lines(path, metric, filter_name)
+    doc_ids = np.array([row[0] for row in chosen], dtype=np.int64)
+    return doc_ids, np.array([row[1] for row in chosen], dtype=np.float64), np.array([row[2] for row in chosen], dtype=np.float64)
+
+
+def read_sample_targets(path: str, metric: str, *, filter_name: str = "none") -> tuple[np.ndarray, np.ndarray, list[str | None]]:
+    """``(doc_ids, values, targets)``: :func:`read_samples`' items and values with each item's gold
+    ``target`` as text (``None`` where a line has none), e.g. a classification item's label."""
+    chosen = _sample_lines(path, metric, filter_name)
+    return (np.array([row[0] for row in chosen], dtype=np.int64), np.array([row[1] for row in chosen], dtype=np.float64),
+            [row[3] for row in chosen])
+
+
+def _sample_lines(path: str, metric: str, filter_name: str) -> list[tuple[int, float, float, str | None]]:
+    """``(doc_id, value, gold_ll, target)`` per line of ``filter_name``, sorted by ``doc_id`` (checks of :func:`read_samples`)."""
+    rows: dict[str, list[tuple[int, float, float, str | None]]] = {}
     try:
         with open(path, "rb") as handle:
             lines = handle.read().split(b"\n")
@@ -113,7 +130,8 @@ def read_samples(path: str, metric: str, *, filter_name: str = "none") -> tuple[
             number = math.nan
         if not math.isfinite(number):
             raise AggregationError(f"{where}: no numeric {metric!r} value")
-        rows.setdefault(str(record.get("filter", "none")), []).append((doc_id, number, gold_loglikelihood(record)))
+        rows.setdefault(str(record.get("filter", "none")), []).append(
+            (doc_id, number, gold_loglikelihood(record), target_text(record.get("target"))))
     if not rows:
         raise AggregationError(f"samples file {path}: empty")
     if filter_name in rows:
@@ -123,10 +141,9 @@ def read_samples(path: str, metric: str, *, filter_name: str = "none") -> tuple[
     else:
         raise AggregationError(f"samples file {path}: filters {sorted(rows)} and none is {filter_name!r}")
     chosen.sort(key=lambda row: row[0])
-    doc_ids = np.array([row[0] for row in chosen], dtype=np.int64)
-    if len(np.unique(doc_ids)) != len(doc_ids):
+    if len({row[0] for row in chosen}) != len(chosen):
         raise AggregationError(f"samples file {path}: a doc_id appears more than once")
-    return doc_ids, np.array([row[1] for row in chosen], dtype=np.float64), np.array([row[2] for row in chosen], dtype=np.float64)
+    return chosen
 
 
 InstructionKey = tuple[str, str]  # (method, instruction)

@@ -71,6 +71,7 @@ class SyntheticVariant:
     doc_ids: Sequence[int] | None = None  # items of ``correct`` (default 0..len-1): a budgeted variant's cells
     gold_ll: Sequence[float] | None = None  # per-item log-likelihood of the gold choice (default -1.0)
     n_test: int | None = None  # test sample size (default len(correct))
+    targets: Sequence[str] | None = None  # each item's gold ``target`` in the samples (default "0")
 
     @property
     def task_type(self) -> str:
@@ -201,11 +202,12 @@ def sample_lines(v: SyntheticVariant) -> list[dict[str, Any]]:
     rows = []
     doc_ids = list(v.doc_ids) if v.doc_ids is not None else list(range(len(v.correct)))
     gold = list(v.gold_ll) if v.gold_ll is not None else [-1.0] * len(v.correct)
-    for doc_id, c, ll in zip(doc_ids, v.correct, gold):
+    targets = list(v.targets) if v.targets is not None else ["0"] * len(v.correct)
+    for doc_id, c, ll, target in zip(doc_ids, v.correct, gold, targets):
         row = {
             "doc_id": doc_id,
             "doc": {"id": doc_id, "text": f"item {doc_id}"},
-            "target": "0",
+            "target": target,
             "arguments": {"gen_args_0": {"arg_0": "ctx", "arg_1": " a"}},
             "resps": [[[repr(float(ll)), "False"]]],
             "filtered_resps": [[repr(float(ll)), "False"]],

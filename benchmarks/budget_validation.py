@@ -161,6 +161,15 @@ def _matrix(grid: dict) -> tuple[np.ndarray, list[str], np.ndarray, list[str]]:
     return y, names, method_of, methods
 
 
+def grid_classes(grid: dict) -> np.ndarray | None:
+    """The items' gold classes as the aggregation reads them from the samples (none for open answers)."""
+    from instructeval_tasks.item_response import item_classes
+
+    if grid.get("metric") == GENERATION_METRIC:
+        return None
+    return item_classes(dict(enumerate(grid["labels"])), len(grid["labels"]))
+
+
 def choose_cells(grid: dict, key: str, fraction: float, seed: int, design: str, *, min_items: int,
                  full_methods: tuple[str, ...]) -> dict[str, list[int]]:
     """The cells ``instructeval run --budget fraction --budget-design design`` evaluates on this grid."""
@@ -174,11 +183,12 @@ def choose_cells(grid: dict, key: str, fraction: float, seed: int, design: str, 
     if design != "adaptive":
         return first
     chosen = {name: list(items) for name, items in first.items()}
+    targets = {} if grid.get("metric") == GENERATION_METRIC else dict(enumerate(grid["labels"]))
     methods = {name: row["method"] for name, row in zip(names, grid["rows"])}
     for r in range(ADAPTIVE_ROUNDS):
         observed = {name: {j: y[i, j] for j in chosen[name]} for i, name in enumerate(names)}
         for name, items in next_round_cells(observed, methods, y.shape[1], target, ADAPTIVE_ROUNDS - r,
-                                            frozen=full).items():
+                                            frozen=full, targets=targets).items():
             chosen[name] = sorted(chosen[name] + items)
     return chosen
 
@@ -200,7 +210,7 @@ def evaluate_grid(grid: dict, fraction: float, seed: int, n_draws: int, key: str
     chosen = choose_cells(grid, key, fraction, seed, design, min_items=min_items, full_methods=full_methods)
     rows = np.concatenate([np.full(len(chosen[name]), i) for i, name in enumerate(names)])
     cols = np.concatenate([np.array(chosen[name], dtype=int) for name in names])
-    cells = Cells(rows, cols, y[rows, cols], m, n, method_of)
+    cells = Cells(rows, cols, y[rows, cols], m, n, method_of, grid_classes(grid))
     est = estimate_grid(cells, n_boot=n_draws, level=0.95, rng=rng_for("budget-validation", key, fraction, seed, design))
     truth = y.mean(axis=1)
     share = cells.y.size / (m * n)
@@ -375,7 +385,7 @@ def main(argv: list[str] | None = None) -> int:
                 if pooled:
                     _row(fraction, "all grids", design, name, pooled)
             print()
-    _verdicts(results, sorted(grids))
+    _verdicts(results, sorted(grids), {key: allocation_gain(_matrix(grid)[0]) for key, grid in grids.items()})
     print(f"({args.seeds} seeds per budget and design, {args.draws} predictive draws per fit; "
           f"{time.monotonic() - started:.0f} s)")
     return 0
@@ -418,7 +428,27 @@ def coverage_misses(results: dict, keys: list[str], *, fraction: float = 0.1, de
     return misses
 
 
-def _verdicts(results: dict, keys: list[str]) -> None:
+def allocation_gain(y: np.ndarray) -> float:
+    """The most that spending a grid's cells where they are needed could cut an estimate's variance
+    against spreading them evenly over the items: with ``v_j`` the variance of item j's outcomes
+    across instructions (from the full grid: known to no run), an allocation in proportion to
+    ``sqrt(v_j)`` (Neyman) against an even one,
+
+        gain = mean(v_j) / mean(sqrt(v_j))^2   (>= 1; items every instruction answers alike raise it)
+
+    An adaptive design at half the cells can match an even one only where the gain is at least 2.
+
+    Example (half the items decided, the others coin flips across instructions):
+        >>> y = np.array([[1, 0, 1, 1], [0, 1, 1, 1], [1, 1, 1, 1], [0, 0, 1, 1]], dtype=float)
+        >>> allocation_gain(y)
+        2.0
+    """
+    v = y.var(axis=0)
+    root = float(np.sqrt(v).mean())
+    return float(v.mean() / root**2) if root > 0 else float("inf")
+
+
+def _verdicts(results: dict, keys: list[str], gains: dict[str, float] | None = None) -> None:
     """The targets of the module doc, per grid, from what was run: for the default design and, when
     it was run too, the uniform one."""
     from instructeval_tasks.sweep.budget import DEFAULT_DESIGN
@@ -454,6 +484,11 @@ def _verdicts(results: dict, keys: list[str]) -> None:
                  or _mean(at(0.05, "adaptive", key, "model"), "quantile_mae") > _mean(at(0.1, design, key, "model"), "quantile_mae") + 1e-9]
         print(f"adaptive at 5% vs {design} at 10% (method and quantile MAE): "
               + ("at least as good on every grid" if not worse else f"worse on {len(worse)} of {len(keys)} grids: {', '.join(worse)}"))
+        if worse and gains:
+            below = [f"{key} {gains[key]:.1f}" for key in worse if gains[key] < 2]
+            print("  the most a perfect allocation over items could cut the variance (allocation_gain, from the full "
+                  "grid): " + ", ".join(f"{key} {gains[key]:.1f}" for key in worse)
+                  + (f"; below 2 on {', '.join(below)}: there no design at 5% can match an even one at 10%" if below else ""))
 
 
 if __name__ == "__main__":

@@ -6,10 +6,11 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
-from budget_validation import Scores, coverage_misses, known_items_estimate, score_estimates  # noqa: E402
+from budget_validation import Scores, allocation_gain, coverage_misses, known_items_estimate, score_estimates  # noqa: E402
 
 
 def test_every_cell_observed_gives_the_exact_accuracies():
@@ -57,3 +58,12 @@ def test_errors_and_coverages_leave_out_the_fully_evaluated_methods():
     everything = score_estimates(values, np.quantile(values, [0.05, 0.25, 0.5, 0.75, 0.95]), truth, method_of, [0, 1],
                                  share=0.5, draws=draws)
     assert np.isclose(everything.instr_mae, 2.5) and np.isclose(everything.method_coverage, 0.5)
+
+
+def test_the_allocation_gain_is_one_when_every_item_varies_alike_and_grows_with_decided_items():
+    rng = np.random.default_rng(0)
+    even = (rng.random((40, 100)) < 0.5).astype(float)
+    assert allocation_gain(even) == pytest.approx(1.0, abs=0.02)
+    decided = even.copy()
+    decided[:, :75] = 1.0  # three items in four answered right by every instruction
+    assert allocation_gain(decided) == pytest.approx(4.0, rel=0.05)

@@ -7,11 +7,14 @@ import pytest
 
 from instructeval_tasks.item_response import (
     ITEM_GRID,
+    MAX_CLASSES,
     Cells,
     allocate_cells,
     fit_crossed,
     instruction_accuracy,
+    item_classes,
     predictive_draws,
+    target_text,
     unobserved_variance,
 )
 
@@ -134,3 +137,51 @@ def test_sparse_grids_fit_without_running_off(share):
     cells = _observe(y, share, 5, groups)
     fit = fit_crossed(cells)
     assert np.all(np.isfinite(fit.beta)) and np.all(np.abs(fit.beta) < 10)
+
+
+def _label_bias_grid(seed: int, m: int, n: int, n_classes: int = 4):
+    """Three methods whose instructions move the answers toward some gold classes and away from
+    others (each method its own profile, each instruction around it), item effects normal."""
+    rng = np.random.default_rng(seed)
+    classes, groups = np.arange(n) % n_classes, np.arange(m) % 3
+    profile = rng.normal(0, 2.5, (3, n_classes))
+    u = profile[groups] + rng.normal(0, 0.7, (m, n_classes))
+    u -= u.mean(axis=1, keepdims=True)
+    p = 1 / (1 + np.exp(-(u[:, classes] + rng.normal(0, 1.0, n)[None, :])))
+    return (rng.random((m, n)) < p).astype(float), classes, groups
+
+
+def test_class_effects_keep_label_biased_methods_means_where_one_effect_per_instruction_misses():
+    with_classes, without, covered = [], [], []
+    for seed in range(4):
+        y, classes, groups = _label_bias_grid(20 + seed, 30, 120)
+        base = _observe(y, 0.15, seed, groups)
+        cells = Cells(base.rows, base.cols, base.y, base.n_rows, base.n_cols, groups, classes)
+        truth = y.mean(axis=1)
+        fit = fit_crossed(cells)
+        assert fit.u.shape == (30, 4) and fit.sigma.shape == (4, 4) and fit.beta.shape == (3, 4)
+        for estimates, out in ((instruction_accuracy(fit, cells), with_classes),
+                               (instruction_accuracy(fit_crossed(base), base), without)):
+            out += [abs(estimates[groups == k].mean() - truth[groups == k].mean()) for k in range(3)]
+        lo, hi = np.quantile(predictive_draws(fit, cells, 400, np.random.default_rng(seed)), [0.025, 0.975], axis=0)
+        covered.append(np.mean((truth >= lo) & (truth <= hi)))
+    # method-mean error 2.1 points with the class effects, 3.1 without
+    assert np.mean(with_classes) < 0.8 * np.mean(without)
+    assert 0.85 <= float(np.mean(covered)) <= 1.0
+
+
+def test_one_class_is_the_model_with_one_effect_per_instruction():
+    y, _ = _grid(6, 12, 60)
+    cells = _observe(y, 0.3, 6, groups=np.array([0] * 6 + [1] * 6))
+    one = Cells(cells.rows, cells.cols, cells.y, cells.n_rows, cells.n_cols, cells.groups, classes=np.zeros(60, dtype=int))
+    plain, single = fit_crossed(cells), fit_crossed(one)
+    assert np.array_equal(instruction_accuracy(plain, cells), instruction_accuracy(single, one))
+    assert plain.s_a == single.s_a and np.array_equal(plain.a, single.a)
+
+
+def test_item_classes_need_every_item_s_gold_answer_and_a_few_classes():
+    assert item_classes({0: "b", 1: "a", 2: "b"}, 3).tolist() == [1, 0, 1]
+    assert item_classes({0: "b", 2: "a"}, 3) is None  # item 1 unknown
+    assert item_classes({0: "a", 1: "a"}, 2) is None  # one class
+    assert item_classes({j: f"answer {j}" for j in range(MAX_CLASSES + 1)}, MAX_CLASSES + 1) is None  # open answers
+    assert target_text(3) == target_text(" 3") == "3" and target_text(["x", "y"]) is None

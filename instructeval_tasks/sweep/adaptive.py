@@ -31,6 +31,8 @@ from typing import Any
 from ..data import read_jsonl
 from ..errors import UserError
 from ..fingerprint import fingerprint
+from ..item_response import target_text
+from ..specs import get_spec
 from .budget import ADAPTIVE_ROUNDS, BUDGET_KEY, Budget, next_round_cells
 from .plan import Variant
 from .store import SweepStore
@@ -54,12 +56,16 @@ def saved_rows(store: SweepStore, name: str) -> tuple[Path, list[dict[str, Any]]
     return files[-1], read_jsonl(files[-1])
 
 
-def saved_cells(store: SweepStore, name: str) -> dict[int, float]:
-    """``{item: score}`` of a saved variant, from its per-sample log."""
+def saved_cells(store: SweepStore, name: str, targets: dict[int, str | None] | None = None) -> dict[int, float]:
+    """``{item: score}`` of a saved variant, from its per-sample log; with ``targets``, each item's
+    gold ``target`` (text) is added to it."""
     path, rows = saved_rows(store, name)
     metric = next((m for m in SAMPLE_METRICS if rows and m in rows[0]), None)
     if metric is None:
         raise UserError(f"{path}: no per-sample {' / '.join(SAMPLE_METRICS)} to fit the adaptive rounds to")
+    if targets is not None:
+        for row in rows:
+            targets[int(row["doc_id"])] = target_text(row.get("target"))
     return {int(row["doc_id"]): float(row[metric]) for row in rows}
 
 
@@ -77,11 +83,16 @@ def plan_round(budget_round: int, first: list[Variant], earlier: dict[str, list[
     new: dict[str, Variant] = {}
     for _, variants in sorted(grids.items()):
         record = metadata[variants[0].name][BUDGET_KEY]
-        observed = {v.name: {item: score for part in earlier[v.name] for item, score in saved_cells(store, part.name).items()}
+        targets: dict[int, str | None] = {}
+        observed = {v.name: {item: score for part in earlier[v.name]
+                             for item, score in saved_cells(store, part.name, targets).items()}
                     for v in variants}
+        if get_spec(variants[0].task).kind == "gqa":  # open answers are no classes
+            targets = {}
         frozen = [v.name for v in variants if v.entry.method in budget.full_methods]
         chosen = next_round_cells(observed, {v.name: v.entry.method for v in variants}, record["n_items"],
-                                  record["grid_cells"], ADAPTIVE_ROUNDS - budget_round + 1, frozen=frozen)
+                                  record["grid_cells"], ADAPTIVE_ROUNDS - budget_round + 1, frozen=frozen,
+                                  targets=targets)
         for variant in variants:
             items = chosen.get(variant.name)
             if not items:

@@ -47,12 +47,12 @@ import math
 import random
 from collections import Counter
 from dataclasses import asdict, dataclass, replace
-from typing import Any, Hashable, Sequence
+from typing import Any, Hashable, Mapping, Sequence
 
 import numpy as np
 
 from ..errors import UserError
-from ..item_response import Cells, allocate_cells, fit_crossed, unobserved_variance
+from ..item_response import Cells, allocate_cells, fit_crossed, item_classes, unobserved_variance
 from ..sampling import balanced_counts
 
 BUDGET_KEY = "budget"
@@ -299,6 +299,7 @@ def next_round_cells(
     target: int,
     rounds_left: int,
     frozen: Sequence[str] = (),
+    targets: Mapping[int, str | None] | None = None,
 ) -> dict[str, list[int]]:
     """An adaptive design's next cells: where the model is least sure of the outcome.
 
@@ -306,7 +307,9 @@ def next_round_cells(
     its method; ``target`` the grid's total cells at the end (what the uniform design at the same
     budget would evaluate). This round takes ``ceil((target - evaluated) / rounds_left)`` cells,
     allocated by ``item_response.allocate_cells`` after fitting ``item_response.fit_crossed`` to
-    every cell evaluated so far; ``frozen`` instructions (the fully evaluated methods) get none.
+    every cell evaluated so far (with one effect per gold class when ``targets`` gives every item's
+    gold answer: ``item_response.item_classes``); ``frozen`` instructions (the fully evaluated
+    methods) get none.
     Deterministic: the same evaluated cells give the same next cells, so a resumed run re-derives
     them.
 
@@ -330,7 +333,8 @@ def next_round_cells(
             ys.append(score)
     cells = Cells(rows=np.asarray(rows, dtype=int), cols=np.asarray(cols, dtype=int), y=np.asarray(ys, dtype=float),
                   n_rows=len(names), n_cols=n_items,
-                  groups=np.asarray([method_names.index(methods[name]) for name in names], dtype=int))
+                  groups=np.asarray([method_names.index(methods[name]) for name in names], dtype=int),
+                  classes=item_classes(targets, n_items) if targets else None)
     variance = unobserved_variance(fit_crossed(cells), cells)
     frozen_rows = np.asarray([name in set(frozen) for name in names], dtype=bool)
     chosen = allocate_cells(variance, wanted, frozen_rows=frozen_rows)

@@ -9,6 +9,7 @@ import pytest
 
 from instructeval_aggregation import aggregate, load_runs
 from instructeval_aggregation.budgeted import estimate_budgeted
+from instructeval_aggregation.issues import AggregationError
 from instructeval_aggregation.report import write_report
 from instructeval_aggregation.testing import SyntheticVariant, write_run
 from instructeval_tasks.sweep.budget import Budget, assign_cells
@@ -26,8 +27,9 @@ def _truth(model_seed: int) -> np.ndarray:
     return (rng.random(p.shape) < p).astype(float)
 
 
-def _budgeted_run(folder, model: str, y: np.ndarray, fraction: float = 0.25, design: str | None = None):
-    names = [f"instructeval_agnews__{iid}__zs" for _, iid in INSTRUCTIONS]
+def _budgeted_run(folder, model: str, y: np.ndarray, fraction: float = 0.25, design: str | None = None,
+                  targets: list[str] | None = None, task: str = "agnews"):
+    names = [f"instructeval_{task}__{iid}__zs" for _, iid in INSTRUCTIONS]
     labels = [j % 4 for j in range(N_ITEMS)]
     cells = assign_cells(names, labels, Budget(fraction, min_items=4), "agnews:zs")
     variants = []
@@ -37,8 +39,9 @@ def _budgeted_run(folder, model: str, y: np.ndarray, fraction: float = 0.25, des
                   "n_items": N_ITEMS, "grid_cells": sum(map(len, cells.values())), "grid_size": N_ITEMS * len(names)}
         if design is not None:
             budget["design"] = design
-        variants.append(SyntheticVariant("agnews", method, iid, "zero_shot", correct=list(y[i, items]), doc_ids=items,
-                                         n_test=N_ITEMS, metadata={"budget": budget}))
+        variants.append(SyntheticVariant(task, method, iid, "zero_shot", correct=list(y[i, items]), doc_ids=items,
+                                         n_test=N_ITEMS, metadata={"budget": budget},
+                                         targets=[targets[j] for j in items] if targets is not None else None))
     return write_run(folder, model, variants), variants
 
 
@@ -194,3 +197,62 @@ def test_the_estimates_say_which_design_dealt_the_cells(tmp_path):
     write_report(result, tmp_path / "report")
     assert "balanced design)" in (tmp_path / "report" / "report.html").read_text()
     assert "design" in (tmp_path / "report" / "data" / "budget_grids.csv").read_text().splitlines()[0]
+
+
+def test_the_fit_gives_each_gold_class_its_own_instruction_effects(tmp_path):
+    labels = [str(j % 4) for j in range(N_ITEMS)]
+    _budgeted_run(tmp_path / "runs", "model-a", _truth(10), targets=labels)
+    runs = load_runs([tmp_path / "runs"])
+    result = aggregate(runs, n_boot=0, irt_boot=0)
+    assert result.budget.grids["item_classes"].tolist() == [4]
+    assert not [i for i in result.issues if i.code == "budget"]
+    write_report(result, tmp_path / "report")
+    assert "effects per gold class (4 classes)" in (tmp_path / "report" / "report.html").read_text()
+    assert "item_classes" in (tmp_path / "report" / "data" / "budget_grids.csv").read_text().splitlines()[0]
+    # the samples' gold answer ("3" or 3 alike) is what the classes are read from: one answer, one effect
+    _budgeted_run(tmp_path / "one", "model-a", _truth(10))
+    assert aggregate(load_runs([tmp_path / "one"]), n_boot=0, irt_boot=0).budget.grids["item_classes"].tolist() == [1]
+
+
+def test_open_answers_are_no_classes(tmp_path):
+    _budgeted_run(tmp_path / "runs", "model-a", _truth(10), targets=[f"answer {j}" for j in range(N_ITEMS)], task="nq_open")
+    result = aggregate(load_runs([tmp_path / "runs"]), n_boot=0, irt_boot=0)
+    assert result.budget.grids["item_classes"].tolist() == [1]
+
+
+def _rewrite_targets(path: str, change) -> None:
+    lines = [json.loads(x) for x in open(path, encoding="utf-8").read().splitlines() if x.strip()]
+    for line in lines:
+        line["target"] = change(line["doc_id"], line["target"])
+    open(path, "w", encoding="utf-8").write("".join(json.dumps(x) + "\n" for x in lines))
+
+
+def test_an_item_with_two_gold_answers_is_an_error_naming_the_samples_file(tmp_path):
+    labels = [str(j % 4) for j in range(N_ITEMS)]
+    _budgeted_run(tmp_path / "runs", "model-a", _truth(10), targets=labels)
+    runs = load_runs([tmp_path / "runs"])
+    seen: dict[int, str] = {}
+    for v in sorted(runs.variants, key=lambda v: v.name):  # an item a second variant evaluated too
+        items = v.metadata["budget"]["items"]
+        shared = [j for j in items if j in seen]
+        if shared:
+            _rewrite_targets(v.samples_path, lambda doc_id, target: "9" if doc_id == shared[0] else target)
+            break
+        seen.update(dict.fromkeys(items, v.name))
+    with pytest.raises(AggregationError) as err:  # the grid is dropped, not fitted to mixed data: nothing is left
+        aggregate(load_runs([tmp_path / "runs"]), n_boot=0, irt_boot=0)
+    errors = [i for i in err.value.issues if i.level == "error" and i.code == "budget"]
+    assert errors and f"item {shared[0]} has gold answer '9' here" in errors[0].message and errors[0].file == v.samples_path
+
+
+def test_an_item_no_instruction_saw_leaves_one_effect_per_instruction_and_says_so(tmp_path):
+    labels = [str(j % 4) for j in range(N_ITEMS)]
+    _budgeted_run(tmp_path / "runs", "model-a", _truth(10), targets=labels)
+    runs = load_runs([tmp_path / "runs"])
+    for v in runs.variants:  # blank one item's gold answer in every samples file
+        _rewrite_targets(v.samples_path, lambda doc_id, target: None if doc_id == 5 else target)
+    runs = load_runs([tmp_path / "runs"])
+    result = aggregate(runs, n_boot=0, irt_boot=0)
+    assert result.budget.grids["item_classes"].tolist() == [1]
+    warnings = [i for i in result.issues if i.code == "budget" and i.level == "warning"]
+    assert warnings and "items [5]" in warnings[0].message

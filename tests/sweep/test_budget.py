@@ -296,6 +296,7 @@ def test_an_adaptive_budget_adds_rounds_of_new_cells_up_to_the_uniform_total(tmp
     result = aggregate(load_runs([tmp_path / "a"]), n_boot=0, irt_boot=20)
     grid = result.budget.grids.iloc[0]
     assert grid["observed_cells"] == sum(map(len, cells.values())) and grid["n_instructions"] == 6
+    assert grid["item_classes"] == 4  # AG News's four labels, read from the harness's per-sample targets
     assert len(result.budget.instructions) == 6  # one row per instruction, its rounds joined
     assert sorted(result.instructions["instruction"]) == sorted(v["meta"]["instruction_id"] for v in first.values())
 
@@ -315,10 +316,13 @@ def test_the_adaptive_design_reads_logs_whose_texts_hold_unicode_line_breaks(tmp
 
     from instructeval_tasks.sweep.adaptive import saved_cells
 
-    rows = [{"doc_id": j, "doc": {"text": f"a review\x85with NEL{j}\u2028and LS"}, "acc": float(j % 2)} for j in range(3)]
+    rows = [{"doc_id": j, "doc": {"text": f"a review\x85with NEL{j}\u2028and LS"}, "target": j % 2, "acc": float(j % 2)}
+            for j in range(3)]
     log = tmp_path / "samples_instructeval_imdb__null__zs_2026-01-01T00-00-00.000001.jsonl"
     log.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    assert saved_cells(SimpleNamespace(root=tmp_path), "instructeval_imdb__null__zs") == {0: 0.0, 1: 1.0, 2: 0.0}
+    targets: dict = {}
+    assert saved_cells(SimpleNamespace(root=tmp_path), "instructeval_imdb__null__zs", targets) == {0: 0.0, 1: 1.0, 2: 0.0}
+    assert targets == {0: "0", 1: "1", 2: "0"}  # the gold classes the adaptive rounds' fit gives their own effects
 
 
 def test_the_cli_offers_every_design_and_defaults_to_the_budgets_default():
