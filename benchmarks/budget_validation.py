@@ -14,7 +14,8 @@ chosen as ``instructeval run --budget F --budget-design D`` chooses them
 budget alone sets each quota: the default minimum, 10 or 5 items, would turn 5% of 100 items into
 10% or make the balanced design deal uniform quotas), the aggregation's
 estimator is applied (``instructeval_aggregation.budgeted.estimate_grid``), and the estimates are
-compared with the full grid's exact accuracies:
+compared with the full grid's exact accuracies (the items' gold classes, the caches' ``labels``,
+given to the fit as the aggregation reads them from the samples' ``target``: ``grid_classes``):
 
 - MAE of per-instruction accuracy, of method means and of the 5/25/50/75/95% quantiles across
   instructions (accuracy points, i.e. x100); instructions and methods count only where estimated:
@@ -34,7 +35,8 @@ budget's unseen instruction x item interactions set the limit, not the model.
 The targets checked at the end, for the default design (balanced) and the uniform one: at 10%,
 method-mean MAE <= 1.0 and quantile MAE <= 1.5 points on every grid, method means never worse than
 the subset's on any grid, coverage 90-97% pooled over the grids (and, on its own line, each grid's
-coverages outside 90-97%); the adaptive design at 5% at least as good as the default one at 10%.
+coverages outside 90-97%); the adaptive design at 5% at least as good as the default one at 10%,
+with each grid's ``allocation_gain`` beside it (below 2, no design at half the cells can match).
 
 Usage:
     python benchmarks/budget_validation.py                       # every cache in benchmarks/data
@@ -485,9 +487,9 @@ def _verdicts(results: dict, keys: list[str], gains: dict[str, float] | None = N
         print(f"adaptive at 5% vs {design} at 10% (method and quantile MAE): "
               + ("at least as good on every grid" if not worse else f"worse on {len(worse)} of {len(keys)} grids: {', '.join(worse)}"))
         if worse and gains:
-            below = [f"{key} {gains[key]:.1f}" for key in worse if gains[key] < 2]
+            below = [f"{key} {gains[key]:.2f}" for key in worse if gains[key] < 2]
             print("  the most a perfect allocation over items could cut the variance (allocation_gain, from the full "
-                  "grid): " + ", ".join(f"{key} {gains[key]:.1f}" for key in worse)
+                  "grid): " + ", ".join(f"{key} {gains[key]:.2f}" for key in worse)
                   + (f"; below 2 on {', '.join(below)}: there no design at 5% can match an even one at 10%" if below else ""))
 
 

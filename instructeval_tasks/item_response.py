@@ -25,8 +25,9 @@ gold choice's position of a multiple-choice one; one class for open answers or w
   instruction x class effects are 37% of the instruction x item interaction (BoolQ 21%, ANLI 67%).
   One effect per instruction (C = 1: ``a_i ~ N(0, s_a^2)``) averages that away: the cells of an
   instruction biased toward a rare answer predict its other items too high. With the class
-  effects, at 10% on the twelve validation grids the method-mean error fell from 0.69 to 0.64
-  points (AG News zero-shot 1.12 to 0.94) and the adaptive design's from 1.16 to 0.87;
+  effects, at 10% on the twelve validation grids the balanced design's method-mean error fell from
+  0.69 to 0.65 points (30 seeds; AG News zero-shot 1.17 to 1.01) and the adaptive design's, its
+  rounds fitted alike, from 1.16 to 0.73 (10 seeds; ``benchmarks/budget_validation.py``);
 - item effects ``b_j`` from a **discrete distribution** on 33 logits from -8 to 8 whose weights are
   estimated (the nonparametric maximum likelihood of Kiefer and Wolfowitz). Most test items are
   answered correctly under every instruction or under none; a normal ``b`` cannot put them there,
