@@ -102,7 +102,8 @@ def budget_html(estimates: BudgetEstimates, figures: Mapping[str, Path], img: Ca
         "<h2>Budgeted estimates</h2>",
         "<p>These (model, task, setting) grids come from budgeted sweeps (<code>instructeval run --budget</code>): "
         "each instruction was evaluated on a share of the test items, and its accuracy on all of them is an "
-        "<b>estimate</b> of a logistic item-response model (method, instruction and item effects) fitted to the "
+        "<b>estimate</b> of a logistic item-response model (method, instruction and item effects; the method "
+        "and instruction effects one per gold class on a classification or multiple-choice grid) fitted to the "
         f"observed cells; intervals are {estimates.level:.0%} percentiles of posterior predictive draws of the whole "
         "grid. Every table column built "
         "from them is marked <i>(est.)</i>.</p>",
