@@ -190,9 +190,10 @@ class CrossedFit:
     def probabilities(self) -> np.ndarray:
         """``p_ij``: every cell's predicted probability of a correct answer, ``n_rows x n_cols``."""
         out = np.empty((self.u.shape[0], self.classes.size))
+        logits = self.logits()
         for c in range(self.u.shape[1]):
             items = self.classes == c
-            per_point = _sigmoid(self.logits()[:, c][:, None] + ITEM_GRID[None, :])  # rows x grid
+            per_point = _sigmoid(logits[:, c][:, None] + ITEM_GRID[None, :])  # rows x grid
             out[:, items] = per_point @ self.item_posterior[items].T
         return out
 
@@ -222,7 +223,7 @@ def fit_crossed(cells: Cells, *, method_prior_sd: float = METHOD_PRIOR_SD) -> Cr
     previous = -np.inf
     h_u = np.broadcast_to(precision, (m, n_cls, n_cls)).copy()
     h_beta = np.full((k, n_cls), prior_beta)
-    resp = np.full((cells.n_cols, ITEM_GRID.size), 1.0 / ITEM_GRID.size)
+    by_group = np.eye(k)[groups].T  # methods x rows: sums a row quantity over each method's instructions
     rounds = 0
     for rounds in range(1, MAX_ROUNDS + 1):
         eta = beta[groups] + u  # rows x classes
@@ -252,7 +253,6 @@ def fit_crossed(cells: Cells, *, method_prior_sd: float = METHOD_PRIOR_SD) -> Cr
                     gradient = residual - u @ precision
                     u = u + np.linalg.solve(h_u, gradient[:, :, None])[:, :, 0]
                 else:
-                    by_group = np.eye(k)[groups].T  # methods x rows
                     h_beta = by_group @ curvature + prior_beta
                     beta = beta + (by_group @ residual - prior_beta * (beta - beta.mean(axis=0))) / h_beta
         sigma = (u.T @ u + np.linalg.inv(h_u).sum(axis=0)) / m

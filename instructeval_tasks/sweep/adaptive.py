@@ -83,12 +83,11 @@ def plan_round(budget_round: int, first: list[Variant], earlier: dict[str, list[
     new: dict[str, Variant] = {}
     for _, variants in sorted(grids.items()):
         record = metadata[variants[0].name][BUDGET_KEY]
-        targets: dict[int, str | None] = {}
+        # the gold classes the fit gives their own effects; open answers are no classes
+        targets: dict[int, str | None] | None = {} if get_spec(variants[0].task).kind != "gqa" else None
         observed = {v.name: {item: score for part in earlier[v.name]
                              for item, score in saved_cells(store, part.name, targets).items()}
                     for v in variants}
-        if get_spec(variants[0].task).kind == "gqa":  # open answers are no classes
-            targets = {}
         frozen = [v.name for v in variants if v.entry.method in budget.full_methods]
         chosen = next_round_cells(observed, {v.name: v.entry.method for v in variants}, record["n_items"],
                                   record["grid_cells"], ADAPTIVE_ROUNDS - budget_round + 1, frozen=frozen,

@@ -334,7 +334,7 @@ def next_round_cells(
     cells = Cells(rows=np.asarray(rows, dtype=int), cols=np.asarray(cols, dtype=int), y=np.asarray(ys, dtype=float),
                   n_rows=len(names), n_cols=n_items,
                   groups=np.asarray([method_names.index(methods[name]) for name in names], dtype=int),
-                  classes=item_classes(targets, n_items) if targets else None)
+                  classes=item_classes(targets or {}, n_items))
     variance = unobserved_variance(fit_crossed(cells), cells)
     frozen_rows = np.asarray([name in set(frozen) for name in names], dtype=bool)
     chosen = allocate_cells(variance, wanted, frozen_rows=frozen_rows)
