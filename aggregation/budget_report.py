@@ -48,7 +48,7 @@ def write_budget_files(estimates: BudgetEstimates, data_dir: Path, tables_dir: P
         path.write_text(text, encoding="utf-8", newline="\n")
         names.append(path.name)
     lines = ["**Budgeted estimates: item-response estimates of accuracy on the full grid (not exact accuracies)**", ""]
-    for key, frame in (("Grids", estimates.grids), ("Method means (estimates)", estimates.methods),
+    for key, frame in (("Grids", estimates.grids), ("Method means, relative gain and difference to null (estimates)", estimates.methods),
                        ("Quantiles across instructions (estimates)", estimates.quantiles),
                        ("Best instruction (estimate)", estimates.best),
                        ("Instructions (estimates)", estimates.instructions)):
@@ -123,7 +123,8 @@ def budget_html(estimates: BudgetEstimates, figures: Mapping[str, Path], img: Ca
         quantiles = pick(estimates.quantiles).drop(columns=drop)
         quantiles = quantiles.assign(quantile=[f"{q:.0%}" for q in quantiles["quantile"]])
         parts.append(frame_html(quantiles, "Quantiles of accuracy across instructions (estimates)"))
-        parts.append(frame_html(pick(estimates.methods).drop(columns=drop), "Method means (estimates)"))
+        parts.append(frame_html(pick(estimates.methods).drop(columns=drop),
+                                "Method means (estimates), relative gain within the grid (%) and difference to null"))
         stem = figure_stem(model, task, grid)
         if stem in figures:
             parts.append(img(figures[stem]))

@@ -11,7 +11,10 @@ multiple-choice grid, the classes read from the samples' ``target``: ``item_clas
 
 - each instruction's estimated accuracy ``acc_i`` (observed cells as scored, the others predicted),
   its observed accuracy on its own items, and the probability that it is the grid's best;
-- each method's mean of ``acc_i`` over its instructions (what relative gain is computed from);
+- each method's mean of ``acc_i`` over its instructions (what relative gain is computed from), its
+  mean relative gain within the grid and its difference to the null method, each with an interval
+  and ``P(above null)`` (``method_contrasts``): with the null instruction estimated like the others
+  (``--budget-full-methods ''``) the baseline's uncertainty is in the intervals;
 - the 5, 25, 50, 75 and 95% quantiles of ``acc_i`` across the grid's instructions: the mean over
   the predictive draws of each draw's quantiles (numpy's linear interpolation);
 - the best instruction (highest ``acc_i``) with its probability of being best.
@@ -52,7 +55,8 @@ GRID_COLUMNS = ["model", "task", "grid", "setting", "metric", "n_instructions", 
                 "grid_cells", "observed_share", "s_instruction", "s_item", "method_covariate", "item_classes", "n_boot", "design"]
 INSTRUCTION_COLUMNS = ["model", "task", "grid", "setting", "method", "instruction", "observed_items",
                        "observed_accuracy", "estimate", "ci_low", "ci_high", "p_best"]
-METHOD_COLUMNS = ["model", "task", "grid", "setting", "method", "n_instructions", "estimate", "ci_low", "ci_high"]
+METHOD_COLUMNS = ["model", "task", "grid", "setting", "method", "n_instructions", "estimate", "ci_low", "ci_high",
+                  "gain", "gain_low", "gain_high", "vs_null", "vs_null_low", "vs_null_high", "p_above_null"]
 QUANTILE_COLUMNS = ["model", "task", "grid", "setting", "quantile", "estimate", "ci_low", "ci_high"]
 BEST_COLUMNS = ["model", "task", "grid", "setting", "method", "instruction", "estimate", "p_best"]
 
@@ -173,6 +177,39 @@ def _grid_cells(variants: Sequence[VariantResult], metric: str,
     return cells, observed, row_variants
 
 
+def method_contrasts(accuracy: np.ndarray, methods: Sequence[str],
+                     null_weight: float = 5.0) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """``(gain, vs_null)`` per method from the instructions' accuracies ``accuracy`` (``(..., m)``:
+    one estimate, or one row per predictive draw); ``methods[i]`` is instruction i's method.
+
+        mu        = sum_i w_i x_i / sum_i w_i,   w_i = null_weight for the null method, else 1
+        gain_M    = mean_{i in M} 100 (x_i - mu) / mu        (relative_gain.py, within the grid)
+        vs_null_M = mean_{i in M} x_i - mean_{i in null} x_i (no entry without a null method, nor for null)
+
+    ``mu = 0`` gives NaN gains. Computed per draw, the intervals carry the baseline's uncertainty.
+
+    Example (null 0.5, generic 0.6 and 0.4, ape 0.7; mu = (5 x 0.5 + 1.7) / 8 = 0.525):
+        >>> gain, vs_null = method_contrasts(np.array([0.5, 0.6, 0.4, 0.7]), ["null", "generic", "generic", "ape"])
+        >>> {m: round(float(g), 2) for m, g in gain.items()}
+        {'ape': 33.33, 'generic': -4.76, 'null': -4.76}
+        >>> {m: round(float(d), 3) for m, d in vs_null.items()}
+        {'ape': 0.2, 'generic': 0.0}
+    """
+    x = np.asarray(accuracy, dtype=float)
+    weights = np.array([null_weight if m == "null" else 1.0 for m in methods])
+    mu = x @ weights / weights.sum()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gains = 100.0 * (x - np.asarray(mu)[..., None]) / np.asarray(mu)[..., None]
+    gains = np.where(np.asarray(mu)[..., None] == 0, np.nan, gains)
+    names = np.asarray(methods)
+    gain = {m: gains[..., names == m].mean(axis=-1) for m in sorted(set(methods))}
+    vs_null: dict[str, np.ndarray] = {}
+    if "null" in gain:
+        null = x[..., names == "null"].mean(axis=-1)
+        vs_null = {m: x[..., names == m].mean(axis=-1) - null for m in gain if m != "null"}
+    return gain, vs_null
+
+
 @dataclass(frozen=True)
 class GridEstimate:
     """One grid's fit: point estimates, predictive draws (``None`` without), intervals, P(best), quantiles."""
@@ -218,6 +255,7 @@ def estimate_budgeted(
     level: float = 0.95,
     seed: str = "instructeval",
     method_covariate: bool = True,
+    null_weight: float = 5.0,
 ) -> tuple[list[VariantResult], BudgetEstimates | None]:
     """Variants with budgeted ones' metric values replaced by estimates, and the estimates' frames.
 
@@ -265,13 +303,26 @@ def estimate_budgeted(
             for v in group:
                 replaced[(v.model, v.name)] = dataclasses.replace(v, metrics={**v.metrics, metric: float(point[i])},
                                                                   estimated=True)
+        gain, vs_null = method_contrasts(point, row_method, null_weight)
+        gain_draws, vs_null_draws = method_contrasts(draws, row_method, null_weight) if draws is not None else ({}, {})
+        nan = float("nan")
+
+        def interval(reps: np.ndarray | None) -> tuple[float, float]:
+            if reps is None or np.isnan(reps).any():
+                return nan, nan
+            return tuple(float(x[0]) for x in _percentile_ci(reps[:, None], level))  # type: ignore[return-value]
+
         for method in sorted(set(row_method)):
             rows = np.array([i for i, name in enumerate(row_method) if name == method])
-            m_lo = m_hi = float("nan")
-            if draws is not None:
-                m_lo, m_hi = (float(x[0]) for x in _percentile_ci(draws[:, rows].mean(axis=1)[:, None], level))
+            m_lo, m_hi = interval(draws[:, rows].mean(axis=1) if draws is not None else None)
+            g_lo, g_hi = interval(gain_draws.get(method))
+            d_lo, d_hi = interval(vs_null_draws.get(method))
+            above = vs_null_draws.get(method)
             method_rows.append({**base, "method": method, "n_instructions": len(rows),
-                                "estimate": float(point[rows].mean()), "ci_low": m_lo, "ci_high": m_hi})
+                                "estimate": float(point[rows].mean()), "ci_low": m_lo, "ci_high": m_hi,
+                                "gain": float(gain[method]), "gain_low": g_lo, "gain_high": g_hi,
+                                "vs_null": float(vs_null.get(method, nan)), "vs_null_low": d_lo, "vs_null_high": d_hi,
+                                "p_above_null": float(np.mean(above > 0)) if above is not None else nan})
         for k, q in enumerate(QUANTILES):
             quant_rows.append({**base, "quantile": q, "estimate": float(est.quantiles[k]),
                                "ci_low": float(est.quantile_low[k]), "ci_high": float(est.quantile_high[k])})

@@ -227,7 +227,8 @@ def aggregate(runset: RunSet, options: AggregateOptions | None = None, *, allow_
     if not options.use_samples and any(is_budgeted(v) for v in variants):
         raise AggregationError("budgeted sweeps (run --budget) are estimated from their per-sample logs: drop --no-samples")
     variants, budget = estimate_budgeted(variants, metric_of, issues, n_boot=options.irt_boot, level=options.ci_level,
-                                         seed=options.seed, method_covariate=options.irt_method_covariate)
+                                         seed=options.seed, method_covariate=options.irt_method_covariate,
+                                         null_weight=options.null_weight)
     if not variants:
         raise AggregationError("no InstructEval variant left to aggregate:\n" + "\n".join(f"  - {i}" for i in issues.sorted()), issues.sorted())
 

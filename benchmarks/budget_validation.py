@@ -153,6 +153,11 @@ class Scores:
     method_coverage: float
     quantile_coverage: float
     share: float
+    # each estimated method's relative gain within the grid (percent of mu) and difference to null (points)
+    gain_mae: float = float("nan")
+    null_mae: float = float("nan")
+    gain_coverage: float = float("nan")
+    null_coverage: float = float("nan")
 
 
 def _matrix(grid: dict) -> tuple[np.ndarray, list[str], np.ndarray, list[str]]:
@@ -222,13 +227,50 @@ def evaluate_grid(grid: dict, fraction: float, seed: int, n_draws: int, key: str
         return score_estimates(values, quantiles, truth, method_of, estimated, share=share, draws=draws,
                                quantile_interval=(est.quantile_low, est.quantile_high) if draws is not None else None)
 
-    model = score(est.point, est.quantiles, est.replicates)
+    row_methods = [methods[k] for k in method_of]
+    contrasts = lambda values, draws: score_contrasts(values, truth, row_methods, [methods[k] for k in estimated], draws)  # noqa: E731
+    model = dataclasses.replace(score(est.point, est.quantiles, est.replicates), **contrasts(est.point, est.replicates))
     if design == "adaptive":
         return {"model": model}
     subset = np.array([y[i, chosen[name]].mean() for i, name in enumerate(names)])
     known = known_items_estimate(y, [chosen[name] for name in names])
-    return {"model": model, "subset": score(subset, np.quantile(subset, QS), None),
-            "known-b": score(known, np.quantile(known, QS), None)}
+    return {"model": model, "subset": dataclasses.replace(score(subset, np.quantile(subset, QS), None), **contrasts(subset, None)),
+            "known-b": dataclasses.replace(score(known, np.quantile(known, QS), None), **contrasts(known, None))}
+
+
+def score_contrasts(values: np.ndarray, truth: np.ndarray, methods: list[str], estimated: list[str],
+                    draws: np.ndarray | None = None) -> dict[str, float]:
+    """MAE and interval coverage of the ``estimated`` methods' relative gain within the grid (percent)
+    and difference to the null method (points), as the aggregation reports them
+    (``budgeted.method_contrasts``, null weight 5); coverages NaN without ``draws``, the difference
+    NaN without a null method.
+
+    Example (null estimated 2 points high, generic exact: the difference to null is 2 points off):
+        >>> s = score_contrasts(np.array([.52, .6, .7]), np.array([.5, .6, .7]), ["null", "generic", "generic"],
+        ...                     ["null", "generic"])
+        >>> round(s["null_mae"], 2)
+        2.0
+    """
+    from instructeval_aggregation.budgeted import method_contrasts
+
+    gain, vs_null = method_contrasts(values, methods)
+    true_gain, true_vs_null = method_contrasts(truth, methods)
+    out = {"gain_mae": float(np.mean([abs(gain[m] - true_gain[m]) for m in estimated])),
+           "null_mae": float("nan"), "gain_coverage": float("nan"), "null_coverage": float("nan")}
+    compared = [m for m in estimated if m in vs_null]
+    if compared:
+        out["null_mae"] = 100 * float(np.mean([abs(vs_null[m] - true_vs_null[m]) for m in compared]))
+    if draws is not None:
+        drawn_gain, drawn_vs_null = method_contrasts(draws, methods)
+
+        def covers(reps: np.ndarray, exact: float) -> bool:
+            lo, hi = np.quantile(reps, [0.025, 0.975])
+            return bool(lo - 1e-12 <= exact <= hi + 1e-12)
+
+        out["gain_coverage"] = float(np.mean([covers(drawn_gain[m], true_gain[m]) for m in estimated]))
+        if compared:
+            out["null_coverage"] = float(np.mean([covers(drawn_vs_null[m], true_vs_null[m]) for m in compared]))
+    return out
 
 
 def score_estimates(values: np.ndarray, quantiles: np.ndarray, truth: np.ndarray, method_of: np.ndarray,
@@ -364,7 +406,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"full grids ({', '.join(p.name for p in paths)}): "
           + "; ".join(f"{k} {len(g['rows'])}x{len(g['labels'])}" for k, g in sorted(grids.items())))
     header = (f"{'budget':>6} {'grid':<16} {'design':<8} {'estimator':<9} {'instr':>6} {'method':>6} {'quant':>6} "
-              f"{'rho':>5} {'regret':>6} {'cov i/m/q':>14} {'share':>6}")
+              f"{'rho':>5} {'regret':>6} {'cov i/m/q':>14} {'share':>6} {'gain%':>6} {'vsnull':>6} {'cov g/n':>9}")
     print("MAE in accuracy points; regret: exact best minus the exact accuracy of the estimated best")
     print(header)
     print("-" * len(header))
@@ -401,9 +443,12 @@ def _mean(scores: list[Scores], field: str) -> float:
 def _row(fraction: float, key: str, design: str, name: str, scores: list[Scores]) -> None:
     cover = "/".join("  - " if np.isnan(_mean(scores, f)) else f"{_mean(scores, f):.0%}".rjust(4)
                      for f in ("coverage", "method_coverage", "quantile_coverage"))
+    contrast_cover = "/".join("  - " if np.isnan(_mean(scores, f)) else f"{_mean(scores, f):.0%}".rjust(4)
+                              for f in ("gain_coverage", "null_coverage"))
     print(f"{fraction:>6.0%} {key:<16} {design:<8} {name:<9} {_mean(scores, 'instr_mae'):>6.2f} "
           f"{_mean(scores, 'method_mae'):>6.2f} {_mean(scores, 'quantile_mae'):>6.2f} {_mean(scores, 'spearman'):>5.2f} "
-          f"{_mean(scores, 'regret'):>6.2f} {cover:>14} {_mean(scores, 'share'):>6.1%}")
+          f"{_mean(scores, 'regret'):>6.2f} {cover:>14} {_mean(scores, 'share'):>6.1%} {_mean(scores, 'gain_mae'):>6.2f} "
+          f"{_mean(scores, 'null_mae'):>6.2f} {contrast_cover:>9}")
 
 
 # the Scores fields of the three interval coverages, and what each covers
@@ -472,6 +517,9 @@ def _verdicts(results: dict, keys: list[str], gains: dict[str, float] | None = N
         print("  " + ("MET on every grid" if not failures else "NOT MET: " + "; ".join(failures)))
         misses = coverage_misses(results, keys, design=design)
         print("  per grid, coverage " + ("within 90-97% on every grid" if not misses else "outside 90-97%: " + "; ".join(misses)))
+        print(f"  relative gain within the grid: MAE {_mean(pooled, 'gain_mae'):.2f} % of mu, coverage "
+              f"{_mean(pooled, 'gain_coverage'):.1%}; difference to null: MAE {_mean(pooled, 'null_mae'):.2f} points, "
+              f"coverage {_mean(pooled, 'null_coverage'):.1%} (pooled)")
         for key in keys:
             model, known = _mean(at(0.1, design, key, "model"), "method_mae"), _mean(at(0.1, design, key, "known-b"), "method_mae")
             if model > 1.0:
@@ -479,8 +527,7 @@ def _verdicts(results: dict, keys: list[str], gains: dict[str, float] | None = N
                       f"{known:.2f}: " + ("it misses too: the budget's unseen instruction x item interactions put the target "
                                            "out of an additive estimator's reach" if known > 1.0
                                           else "the model falls short of what the cells allow"))
-    if designs and at(0.05, "adaptive", keys[0], "model"):
-        design = designs[0]
+    for design in designs if at(0.05, "adaptive", keys[0], "model") else ():
         worse = [key for key in keys
                  if _mean(at(0.05, "adaptive", key, "model"), "method_mae") > _mean(at(0.1, design, key, "model"), "method_mae") + 1e-9
                  or _mean(at(0.05, "adaptive", key, "model"), "quantile_mae") > _mean(at(0.1, design, key, "model"), "quantile_mae") + 1e-9]

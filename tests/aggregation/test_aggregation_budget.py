@@ -256,3 +256,62 @@ def test_an_item_no_instruction_saw_leaves_one_effect_per_instruction_and_says_s
     assert result.budget.grids["item_classes"].tolist() == [1]
     warnings = [i for i in result.issues if i.code == "budget" and i.level == "warning"]
     assert warnings and "items [5]" in warnings[0].message
+
+
+def test_method_rows_give_the_relative_gain_and_the_difference_to_null_with_intervals(tmp_path):
+    _budgeted_run(tmp_path / "runs", "model-a", _truth(10))  # null estimated like the others: 10 of 40 items
+    runs = load_runs([tmp_path / "runs"])
+    result = aggregate(runs, n_boot=0, irt_boot=100)
+    methods = result.budget.methods.set_index("method")
+    gains = result.gains[(result.gains["model"] == "model-a") & (result.gains["metric"] == "zero_shot")]
+    for method in ("null", "generic"):  # the main gain table's number, with an interval from the draws
+        assert methods.loc[method, "gain"] == pytest.approx(gains.loc[gains["method"] == method, "gain"].mean())
+        assert methods.loc[method, "gain_low"] < methods.loc[method, "gain"] < methods.loc[method, "gain_high"]
+    generic, null = methods.loc["generic"], methods.loc["null"]
+    assert generic["vs_null"] == pytest.approx(generic["estimate"] - null["estimate"])
+    assert generic["vs_null_low"] < generic["vs_null"] < generic["vs_null_high"]
+    assert (generic["p_above_null"] > 0.5) == (generic["vs_null"] > 0)
+    # the baseline's own uncertainty is in the difference: wider than the method mean's interval
+    assert generic["vs_null_high"] - generic["vs_null_low"] > generic["ci_high"] - generic["ci_low"]
+    assert np.isnan(null["vs_null"]) and np.isnan(null["p_above_null"])
+    # --null-weight reaches the baseline; no draws, no intervals
+    flat = aggregate(runs, n_boot=0, irt_boot=0, null_weight=1).budget.methods.set_index("method")
+    est = result.budget.instructions
+    mu = est["estimate"].mean()
+    generic_rows = est.loc[est["method"] == "generic", "estimate"]
+    assert flat.loc["generic", "gain"] == pytest.approx(float(np.mean(100 * (generic_rows - mu) / mu)))
+    assert np.isnan(flat.loc["generic", "gain_low"]) and np.isnan(flat.loc["generic", "p_above_null"])
+    write_report(result, tmp_path / "report")
+    assert "difference to null" in (tmp_path / "report" / "report.html").read_text()
+    header = (tmp_path / "report" / "data" / "budget_methods.csv").read_text().splitlines()[0]
+    assert header.endswith("gain,gain_low,gain_high,vs_null,vs_null_low,vs_null_high,p_above_null")
+
+
+def test_the_difference_to_an_estimated_null_covers_the_full_grid_s_difference():
+    from instructeval_aggregation.bootstrap import rng_for
+    from instructeval_aggregation.budgeted import estimate_grid, method_contrasts
+    from instructeval_tasks.item_response import Cells
+
+    # null (one instruction) and two methods of eight instructions, 15% of the cells each, null included
+    methods = ["null"] + ["generic"] * 8 + ["adhoc"] * 8
+    shift = np.array([0.0] + [0.4] * 8 + [-0.3] * 8)
+    covered, widths, naive = [], [], []
+    for seed in range(12):
+        rng = np.random.default_rng(seed)
+        p = 1 / (1 + np.exp(-(shift + rng.normal(0, 0.3, 17))[:, None] - rng.normal(0, 1.2, 80)[None, :]))
+        y = (rng.random(p.shape) < p).astype(float)
+        mask = rng.random(y.shape) < 0.15
+        rows, cols = np.nonzero(mask)
+        cells = Cells(rows, cols, y[rows, cols], 17, 80, np.array([0] + [1] * 8 + [2] * 8))
+        est = estimate_grid(cells, n_boot=300, level=0.95, rng=rng_for("test", seed))
+        _, exact = method_contrasts(y.mean(axis=1), methods)
+        _, drawn = method_contrasts(est.replicates, methods)
+        for method in ("generic", "adhoc"):
+            lo, hi = np.quantile(drawn[method], [0.025, 0.975])
+            covered.append(lo <= exact[method] <= hi)
+            widths.append(hi - lo)
+        seen = y[0, mask[0]]  # the interval of the null's own observed cells alone: binomial, 95%
+        naive.append(2 * 1.96 * np.sqrt(max(seen.mean() * (1 - seen.mean()), 0.05) / seen.size))
+    assert np.mean(covered) >= 0.85  # 24 intervals at nominal 95%
+    # and narrower than the null's own cells allow: the item effects, seen under every instruction, carry over
+    assert np.mean(widths) < 0.85 * np.mean(naive)
