@@ -24,6 +24,9 @@ instruction-effect SD is the median over posterior predictive draws of the whole
 joint bootstrap: replicate b resamples the instructions and items of draw ``b mod D``, so it
 holds both the unevaluated cells' uncertainty and the sampling of instructions and items. The
 permutation test permutes each item's observed scores among the instructions that scored it.
+Each instruction's score gets the percentile interval of the draws, and its difference to the
+stock score (``vs_stock``) an interval and ``P(above stock)`` from the same draws
+(``score_rows``; ``data/harness_scores.csv``).
 
 Per (harness task, placement, n-shot) across models (at least 2 models sharing >= 1 instruction):
 the stock ranking of the models, each model's rank range over instructions, the probability that a
@@ -184,17 +187,18 @@ def _masked_permutation_p(Y: np.ndarray, *, n_perm: int, seed: str, key: Sequenc
 
 
 def budgeted_instruction_sd(cells: Cells, *, n_draws: int, n_boot: int, level: float,
-                            rng: np.random.Generator) -> tuple[np.ndarray, Measure, float]:
-    """``(estimated accuracies, instruction-effect SD in points with its interval, item-noise SD in points)``
-    of a budgeted grid (module doc)."""
+                            rng: np.random.Generator) -> tuple[np.ndarray, Measure, float, np.ndarray]:
+    """``(estimated accuracies, instruction-effect SD in points with its interval, item-noise SD in points,
+    the accuracies of every predictive draw (draws x instructions))`` of a budgeted grid (module doc)."""
     fit = fit_crossed(cells)
     accuracy = instruction_accuracy(fit, cells)
     draws = np.concatenate(list(predictive_grids(fit, cells, n_draws, rng)), axis=0).astype(np.float64)
+    drawn_accuracy = draws.mean(axis=2)
     between, resid = mean_square_components(draws)
     estimate = 100.0 * float(np.median(np.sqrt(np.maximum(between, 0.0))))
     noise = 100.0 * float(np.median(np.sqrt(resid / cells.n_cols)))
     if n_boot <= 0 or cells.n_rows < 2:
-        return accuracy, Measure(estimate), noise
+        return accuracy, Measure(estimate), noise, drawn_accuracy
     m, n = cells.n_rows, cells.n_cols
     replicates = []
     batch = max(1, 2_000_000 // max(1, m * n))
@@ -206,7 +210,42 @@ def budgeted_instruction_sd(cells: Cells, *, n_draws: int, n_boot: int, level: f
         b_between, _ = mean_square_components(draws[which, rows, cols])
         replicates.append(100.0 * np.sqrt(np.maximum(b_between, 0.0)))
     ci_low, ci_high = basic_interval("instruction_sd", estimate, np.concatenate(replicates), level)
-    return accuracy, Measure(estimate, ci_low, ci_high), noise
+    return accuracy, Measure(estimate, ci_low, ci_high), noise, drawn_accuracy
+
+
+def score_rows(members: Sequence[HarnessResult], values: Sequence[float], drawn: np.ndarray | None,
+               level: float, *, scored_every_item: Sequence[bool] = ()) -> list[dict[str, Any]]:
+    """Each variant's score and its difference to the stock (null) score of the same grid.
+
+    With ``drawn`` (a budgeted grid's predictive draws, draws x variants) each gets the percentile
+    interval of its score, of ``vs_stock`` (its score minus the stock score, draw by draw) and
+    ``p_above_stock`` (the share of draws in which it beats the stock score); ``estimated`` is true
+    for those not ``scored_every_item``. A full grid's scores are exact on their items and get none.
+
+    Example (stock 0.50, an instruction at 0.56, exact):
+        >>> rows = score_rows([HarnessResult("m", "t", "description", 0, method, iid, "", "acc,none", v, "f", None)
+        ...                    for method, iid, v in (("null", "null", .5), ("generic", "g1", .56))], [.5, .56], None, .95)
+        >>> round(rows[1]["vs_stock"], 2), rows[1]["estimated"], rows[1]["ci_low"]
+        (0.06, False, nan)
+    """
+    nan = math.nan
+    stock = next((i for i, r in enumerate(members) if r.method == "null"), None)
+    alpha = (1 - level) / 2
+    out = []
+    for i, (r, v) in enumerate(zip(members, values)):
+        row = {"model": r.model, "task": r.task, "placement": r.placement, "num_fewshot": r.num_fewshot,
+               "method": r.method, "instruction": r.instruction_id, "score": v,
+               "estimated": drawn is not None and not (i < len(scored_every_item) and scored_every_item[i]),
+               "ci_low": nan, "ci_high": nan, "vs_stock": v - values[stock] if stock is not None else nan,
+               "vs_stock_low": nan, "vs_stock_high": nan, "p_above_stock": nan}
+        if drawn is not None:
+            row["ci_low"], row["ci_high"] = (float(x) for x in np.quantile(drawn[:, i], [alpha, 1 - alpha]))
+            if stock is not None and i != stock:
+                diff = drawn[:, i] - drawn[:, stock]
+                row["vs_stock_low"], row["vs_stock_high"] = (float(x) for x in np.quantile(diff, [alpha, 1 - alpha]))
+                row["p_above_stock"] = float(np.mean(diff > 0))
+        out.append(row)
+    return out
 
 
 # Posterior predictive draws of a budgeted grid for its instruction-effect SD.
@@ -235,6 +274,8 @@ class HarnessEffects:
 EFFECT_COLUMNS = ["model", "task", "placement", "num_fewshot", "metric", "n_instructions", "n_items", "stock", "min", "median",
                   "max", "stock_percentile", "instruction_sd", "instruction_sd_low", "instruction_sd_high", "item_noise_sd",
                   "permutation_p", "cells_share"]
+SCORE_COLUMNS = ["model", "task", "placement", "num_fewshot", "method", "instruction", "score", "estimated", "ci_low",
+                 "ci_high", "vs_stock", "vs_stock_low", "vs_stock_high", "p_above_stock"]
 RANK_COLUMNS = ["task", "placement", "num_fewshot", "metric", "n_models", "n_instructions", "stock_ranking", "rank_ranges",
                 "tau_median", "tau_min", "flip_probability_max", "flip_probability_max_low", "flip_probability_max_high",
                 "most_flipped_pair"]
@@ -248,7 +289,7 @@ def harness_effects(results: list[HarnessResult], issues: IssueLog, *, n_boot: i
     groups: dict[tuple, list[HarnessResult]] = {}
     for r in results:
         groups.setdefault((r.model, r.task, r.placement, r.num_fewshot), []).append(r)
-    rows, cards, score_rows = [], [], []
+    rows, cards, scores_of_grid = [], [], []
     for key in sorted(groups):
         model, task, placement, shot = key
         members = sorted(groups[key], key=lambda r: (r.method != "null", r.method, r.instruction_id))
@@ -267,10 +308,10 @@ def harness_effects(results: list[HarnessResult], issues: IssueLog, *, n_boot: i
         budgeted = any(r.budget for r in members)
         Y = _item_matrix(members, issues, where, budgeted=budgeted, later=later)
         values = [r.value for r in members]
-        estimated = None
+        estimated = drawn = None
         if budgeted and Y is not None and len(members) >= 2 and Y.shape[1] >= 2:
             cells = _cells(Y, members)
-            accuracy, sd, noise = budgeted_instruction_sd(
+            accuracy, sd, noise, drawn = budgeted_instruction_sd(
                 cells, n_draws=BUDGET_DRAWS, n_boot=n_boot, level=level, rng=rng_for(seed, "harness-budget", *key))
             # observed scores where an instruction scored every item (the null one), estimates elsewhere
             values = [r.value if np.isfinite(Y[i]).all() else float(accuracy[i]) for i, r in enumerate(members)]
@@ -279,9 +320,8 @@ def harness_effects(results: list[HarnessResult], issues: IssueLog, *, n_boot: i
             issues.warn("harness-budget", f"{where}: a budgeted grid without its per-item samples: each instruction's "
                         "score is on its own cells only (not comparable); no estimates", members[0].file)
         others = [v for r, v in zip(members, values) if r.method != "null"]
-        for r, v in zip(members, values):
-            score_rows.append({"model": model, "task": task, "placement": placement, "num_fewshot": shot,
-                               "method": r.method, "instruction": r.instruction_id, "score": v})
+        scores_of_grid += score_rows(members, values, drawn, level,
+                                     scored_every_item=np.isfinite(Y).all(axis=1).tolist() if Y is not None else ())
         row = {"model": model, "task": task, "placement": placement, "num_fewshot": shot, "metric": members[0].metric,
                "n_instructions": len(members), "n_items": Y.shape[1] if Y is not None else None,
                "stock": stock.value if stock else math.nan,
@@ -317,7 +357,7 @@ def harness_effects(results: list[HarnessResult], issues: IssueLog, *, n_boot: i
                        permutation_p=permutation_p(Y, n_perm=n_perm, seed=seed, key=key))
         rows.append(row)
     effects = pd.DataFrame(rows, columns=EFFECT_COLUMNS)
-    scores = pd.DataFrame(score_rows)
+    scores = pd.DataFrame(scores_of_grid, columns=SCORE_COLUMNS)
     rankings, pairs = _rankings(scores, n_boot=n_boot, level=level, seed=seed)
     return HarnessEffects(effects, rankings, scores, pairs, cards)
 

@@ -13,6 +13,7 @@ import math
 from pathlib import Path
 from typing import Any, Callable
 
+import numpy as np
 import pandas as pd
 
 from .csv_cells import safe_frame
@@ -122,13 +123,22 @@ def harness_plots(effects: HarnessEffects, folder: Path) -> list[Path]:
         fig, ax = plt.subplots(figsize=(1.4 * len(models) + 2.5, 3.2))
         for i, model in enumerate(models):
             rows = part[part["model"] == model]
-            others = rows[rows["method"] != "null"]["score"].to_numpy(dtype=float) * 100
+            instructed = rows[rows["method"] != "null"]
+            others = instructed["score"].to_numpy(dtype=float) * 100
             jitter = (pd.Series(range(len(others))) % 7 - 3).to_numpy() * 0.04
-            ax.scatter(i + jitter, others, s=14, alpha=0.7, color="#4477aa", label="instructions" if i == 0 else None)
+            estimated = bool(instructed["estimated"].any())
+            label = "instructions (estimates, intervals)" if estimated else "instructions"
+            ax.scatter(i + jitter, others, s=14, alpha=0.7, color="#4477aa", label=label if i == 0 else None)
+            if estimated:  # a budgeted grid: each estimate's interval
+                low = instructed["ci_low"].to_numpy(dtype=float) * 100
+                high = instructed["ci_high"].to_numpy(dtype=float) * 100
+                ax.vlines(i + jitter, low, high, color="#4477aa", alpha=0.35, linewidth=0.8)
             stock = rows[rows["method"] == "null"]["score"].to_numpy(dtype=float) * 100
             if len(stock):
                 ax.hlines(stock[0], i - 0.3, i + 0.3, color="#cc3311", linewidth=2.2, label="stock (null)" if i == 0 else None)
-        values = part["score"].to_numpy(dtype=float) * 100
+        values = np.concatenate([part["score"].to_numpy(dtype=float),
+                                 part[["ci_low", "ci_high"]].to_numpy(dtype=float).ravel()]) * 100
+        values = values[np.isfinite(values)]
         # at least 10 points of axis, inside 0-100: equal scores are a line, not a magnified speck
         low, high = float(values.min()), float(values.max())
         pad = max(5.0, (high - low) * 0.15)
@@ -151,7 +161,8 @@ def harness_html(effects: HarnessEffects, figures: dict[str, Path], img: Callabl
              "beyond item noise (points, two-way random effects, bootstrap interval over instructions and items); "
              "p: a within-item permutation test of 'no instruction matters'; cells: the share of (instruction, item) "
              "cells evaluated -- under --budget (est.) the instructions' scores and the SD are item-response "
-             "estimates on every item, the stock score stays exact.</p>",
+             "estimates on every item, the stock score stays exact; data/harness_scores.csv gives each estimate its "
+             "interval and its difference to the stock score with an interval and P(above stock).</p>",
              "<div class='wide'>" + frame_html(effects_table(effects)) + "</div>"]
     if not effects.rankings.empty:
         parts.append("<h3>Rank stability across models</h3>")

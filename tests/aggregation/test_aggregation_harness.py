@@ -198,6 +198,18 @@ def test_a_budgeted_grid_is_estimated_not_read_off_its_cells(tmp_path):
     assert row["permutation_p"] < 0.01
     card = out.cards[0]
     assert card.estimated and card.measures["instruction_sd"].value == row["instruction_sd"]
+    # each estimate with its interval, and its difference to the stock score from the same draws
+    by = out.scores.set_index("instruction")
+    assert by.loc["null", "ci_low"] == by.loc["null", "ci_high"] == grid[0].mean()  # exact: every item scored
+    assert not by.loc["null", "estimated"]
+    others = [f"generic-{i}" for i in range(1, len(effects))]
+    inside = [by.loc[k, "ci_low"] <= exact[i] <= by.loc[k, "ci_high"] for i, k in enumerate(others, start=1)]
+    assert sum(inside) >= len(others) - 1
+    for k in others:
+        assert by.loc[k, "estimated"] and by.loc[k, "vs_stock"] == pytest.approx(by.loc[k, "score"] - grid[0].mean())
+        assert by.loc[k, "vs_stock_low"] == pytest.approx(by.loc[k, "ci_low"] - grid[0].mean())  # the stock is exact
+        assert (by.loc[k, "p_above_stock"] > 0.5) == (by.loc[k, "vs_stock"] > 0) or abs(by.loc[k, "vs_stock"]) < 0.01
+    assert math.isnan(by.loc["null", "vs_stock_low"]) and math.isnan(by.loc["null", "p_above_stock"])
 
 
 def test_a_budgeted_grid_without_samples_is_flagged(tmp_path):
