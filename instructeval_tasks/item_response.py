@@ -310,18 +310,21 @@ def unobserved_variance(fit: CrossedFit, cells: Cells) -> np.ndarray:
     return np.where(observed, 0.0, p * (1 - p))
 
 
-def allocate_cells(variance: np.ndarray, n_new: int, *, frozen_rows: np.ndarray | None = None) -> dict[int, list[int]]:
+def allocate_cells(variance: np.ndarray, n_new: int, *, frozen_rows: np.ndarray | None = None,
+                   row_weights: np.ndarray | None = None) -> dict[int, list[int]]:
     """The next ``n_new`` cells to evaluate: where the unobserved outcomes are least certain.
 
-    Instruction i gets a share of ``n_new`` proportional to ``sqrt(sum_j v_ij)`` (Neyman allocation:
-    the standard deviation of its unobserved cells' total), largest remainders first, and within
-    it the items with the largest ``v_ij`` (ties by item position). ``frozen_rows`` (e.g. the fully
-    evaluated methods) get none. Deterministic.
+    Instruction i gets a share of ``n_new`` proportional to ``w_i sqrt(sum_j v_ij)`` (Neyman
+    allocation: the standard deviation of its unobserved cells' total, weighted by ``row_weights``,
+    default 1), largest remainders first, and within it the items with the largest ``v_ij`` (ties by
+    item position). ``frozen_rows`` (e.g. the fully evaluated methods) get none. Deterministic.
 
-    Example:
+    Example (the second row's weight 4 outweighs its smaller variance):
         >>> v = np.array([[0.25, 0.0, 0.2, 0.01], [0.0, 0.01, 0.0, 0.0]])
         >>> allocate_cells(v, 2)
         {0: [0, 2]}
+        >>> allocate_cells(v, 2, row_weights=np.array([1.0, 4.0]))
+        {0: [0], 1: [1]}
     """
     v = np.where(variance > 0, variance, 0.0)
     if frozen_rows is not None:
@@ -330,6 +333,8 @@ def allocate_cells(variance: np.ndarray, n_new: int, *, frozen_rows: np.ndarray 
     if n_new <= 0:
         return {}
     spread = np.sqrt(v.sum(axis=1))
+    if row_weights is not None:
+        spread = spread * np.asarray(row_weights, dtype=float)
     share = spread / spread.sum() * n_new
     quota = np.minimum(np.floor(share).astype(int), np.count_nonzero(v, axis=1))
     while quota.sum() < n_new:

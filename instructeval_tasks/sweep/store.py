@@ -260,6 +260,14 @@ class SweepStore:
                 f"{saved_words}; this run asks for {asked_words}: budgeted and full results "
                 f"are different protocols. Use another --output, or rerun with the same budget"
             )
+        if isinstance(saved_budget, dict) and saved_budget.get("round"):
+            raise SweepStoreError(
+                f"{self.root} holds adaptive round {saved_budget['round']} of {clashes[0].rsplit('__r', 1)[0]} (and "
+                f"{len(clashes) - 1} more planned variant(s)) on other cells than this version derives from the same "
+                f"saved cells: the rounds were planned by an earlier version of the allocation. Use another --output, "
+                f"or delete the results and samples files of the grid's rounds (variants ending in __r1, __r2) to "
+                f"replan them"
+            )
         raise SweepStoreError(
             f"{self.root} holds results of a different protocol for {len(clashes)} planned variant(s), "
             f"e.g. {clashes[0]}; use another --output, or delete those results files to recompute them"

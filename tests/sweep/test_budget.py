@@ -300,6 +300,16 @@ def test_an_adaptive_budget_adds_rounds_of_new_cells_up_to_the_uniform_total(tmp
     assert len(result.budget.instructions) == 6  # one row per instruction, its rounds joined
     assert sorted(result.instructions["instruction"]) == sorted(v["meta"]["instruction_id"] for v in first.values())
 
+    # a round saved on other cells than the saved earlier rounds now give (another version's
+    # allocation): the rerun refuses, naming the round and how to replan it
+    name = sorted(later)[0]
+    path = next(p for p in (tmp_path / "a").rglob("results_*.json") if name in json.loads(p.read_text())["results"])
+    data = json.loads(path.read_text())
+    data["configs"][name]["metadata"]["variant_fingerprint"] = "planned-elsewhere"
+    path.write_text(json.dumps(data))
+    with pytest.raises(SweepStoreError, match=r"holds adaptive round \d of .*__r1, __r2"):
+        run_sweep(output=tmp_path / "a", budget=Budget(0.5, min_items=1, design="adaptive"), **kwargs)
+
 
 def test_adaptive_needs_the_local_executor_unsharded(tmp_path):
     proc = subprocess.run(
@@ -357,3 +367,18 @@ def test_the_cli_budget_deals_balanced_cells_by_default(tmp_path, tiny_model_dir
     # gives the 5 generic 3.33 items each and the 20 ad hoc 1.67; whole items, remainders largest first
     assert by_method["null"] == [8]
     assert by_method["generic"] == [3] * 5 and sorted(by_method["adhoc"]) == [1] * 5 + [2] * 15
+
+
+def test_adaptive_rounds_share_cells_among_methods_as_the_balanced_design_does():
+    from instructeval_tasks.sweep.budget import next_round_cells
+
+    # two methods whose instructions look alike: 2 "small" and 8 "big" instructions, each seen on the
+    # same 6 of 60 items with the same scores, so every unevaluated cell is equally uncertain
+    names = [f"small-{k}" for k in range(2)] + [f"big-{k}" for k in range(8)]
+    methods = {name: name.split("-")[0] for name in names}
+    observed = {name: {j: float(j % 2) for j in range(6)} for name in names}
+    chosen = next_round_cells(observed, methods, 60, 10 * 6 + 200, 1)
+    per = {m: sum(len(chosen.get(n, [])) for n in names if methods[n] == m) for m in ("small", "big")}
+    assert sum(per.values()) == 200
+    # a method's share goes as the square root of its instruction count: 2 against 8 is 1 to 2
+    assert per["big"] / per["small"] == pytest.approx(2.0, abs=0.1)
