@@ -264,7 +264,7 @@ class SweepStore:
             raise SweepStoreError(
                 f"{self.root} holds adaptive round {saved_budget['round']} of {clashes[0].rsplit('__r', 1)[0]} (and "
                 f"{len(clashes) - 1} more planned variant(s)) on other cells than this version derives from the same "
-                f"saved cells: the rounds were planned by an earlier version of the allocation. Use another --output, "
+                f"saved cells (planned by an earlier version's allocation, or edited). Use another --output, "
                 f"or delete the results and samples files of the grid's rounds (variants ending in __r1, __r2) to "
                 f"replan them"
             )
