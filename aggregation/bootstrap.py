@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from .issues import IssueLog
+from .relative_gain import method_mean_gains
 from .samples import ItemMatrix
 
 CI_COLUMNS = ["metric", "task", "method", "value", "ci_low", "ci_high", "se", "n_boot", "n_degenerate", "status"]
@@ -82,17 +83,7 @@ def method_gain_replicates(
         mapping[i, rows] = 1.0 / len(rows)
     accuracies = counts @ matrix.values.T / n_items  # B x rows
     x = accuracies @ mapping.T  # B x instructions
-    weights = np.array([null_weight if method == "null" else 1.0 for method, _ in keys])
-    mu = x @ weights / weights.sum()
-    with np.errstate(divide="ignore", invalid="ignore"):
-        gains = 100.0 * (x - mu[:, None]) / mu[:, None]
-    gains[mu == 0, :] = np.nan
-    out: dict[str, np.ndarray] = {}
-    methods = sorted({m for m, _ in keys})
-    for method in methods:
-        idx = [i for i, (m, _) in enumerate(keys) if m == method]
-        out[method] = gains[:, idx].mean(axis=1)
-    return out
+    return method_mean_gains(x, [method for method, _ in keys], null_weight)
 
 
 def bootstrap_cells(

@@ -45,6 +45,7 @@ from instructeval_tasks.item_response import Cells, CrossedFit, fit_crossed, ins
 from .bootstrap import rng_for
 from .issues import AggregationError, IssueLog
 from .records import VariantResult
+from .relative_gain import method_mean_gains
 from .samples import read_sample_targets
 
 BUDGET_KEY = "budget"
@@ -183,7 +184,7 @@ def method_contrasts(accuracy: np.ndarray, methods: Sequence[str],
     one estimate, or one row per predictive draw); ``methods[i]`` is instruction i's method.
 
         mu        = sum_i w_i x_i / sum_i w_i,   w_i = null_weight for the null method, else 1
-        gain_M    = mean_{i in M} 100 (x_i - mu) / mu        (relative_gain.py, within the grid)
+        gain_M    = mean_{i in M} 100 (x_i - mu) / mu        (relative_gain.method_mean_gains, within the grid)
         vs_null_M = mean_{i in M} x_i - mean_{i in null} x_i (no entry without a null method, nor for null)
 
     ``mu = 0`` gives NaN gains. Computed per draw, the intervals carry the baseline's uncertainty.
@@ -196,13 +197,8 @@ def method_contrasts(accuracy: np.ndarray, methods: Sequence[str],
         {'ape': 0.2, 'generic': 0.0}
     """
     x = np.asarray(accuracy, dtype=float)
-    weights = np.array([null_weight if m == "null" else 1.0 for m in methods])
-    mu = x @ weights / weights.sum()
-    with np.errstate(divide="ignore", invalid="ignore"):
-        gains = 100.0 * (x - np.asarray(mu)[..., None]) / np.asarray(mu)[..., None]
-    gains = np.where(np.asarray(mu)[..., None] == 0, np.nan, gains)
+    gain = method_mean_gains(x, methods, null_weight)
     names = np.asarray(methods)
-    gain = {m: gains[..., names == m].mean(axis=-1) for m in sorted(set(methods))}
     vs_null: dict[str, np.ndarray] = {}
     if "null" in gain:
         null = x[..., names == "null"].mean(axis=-1)

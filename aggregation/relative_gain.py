@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from typing import Iterable, Sequence
 
+import numpy as np
 import pandas as pd
 
 from .catalog import ACCURACY_METRICS, METRIC_TITLES, SENSITIVITY_METRICS
@@ -46,6 +47,25 @@ def weighted_baseline(values: Sequence[float], methods: Sequence[str], null_weig
     if total <= 0:
         return math.nan
     return math.fsum(w * x for w, x in zip(weights, values)) / total
+
+
+def method_mean_gains(accuracy: np.ndarray, methods: Sequence[str], null_weight: float = 5.0) -> dict[str, np.ndarray]:
+    """``{method: mean_{i in method} gain_i}`` from instruction accuracies ``accuracy`` (``(..., m)``:
+    one set of accuracies, or one row per replicate or draw), ``methods[i]`` instruction i's method;
+    ``mu`` and ``gain_i`` as in the module doc, NaN where ``mu = 0``.
+
+    Example (the :func:`weighted_baseline` example, mu = 0.525):
+        >>> {m: round(float(g), 2) for m, g in method_mean_gains(np.array([0.5, 0.6, 0.4, 0.7]),
+        ...                                                       ["null", "generic", "generic", "ape"]).items()}
+        {'ape': 33.33, 'generic': -4.76, 'null': -4.76}
+    """
+    x = np.asarray(accuracy, dtype=float)
+    weights = np.array([null_weight if m == "null" else 1.0 for m in methods])
+    mu = np.asarray(x @ weights / weights.sum())[..., None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gains = np.where(mu == 0, np.nan, 100.0 * (x - mu) / mu)
+    names = np.asarray(methods)
+    return {m: gains[..., names == m].mean(axis=-1) for m in sorted(set(methods))}
 
 
 def relative_gains(
