@@ -341,7 +341,8 @@ def next_round_cells(
                   groups=np.asarray([method_names.index(methods[name]) for name in names], dtype=int),
                   classes=item_classes(targets or {}, n_items))
     variance = unobserved_variance(fit_crossed(cells), cells)
-    frozen_rows = np.asarray([name in set(frozen) for name in names], dtype=bool)
+    frozen_names = set(frozen)
+    frozen_rows = np.asarray([name in frozen_names for name in names], dtype=bool)
     sizes = Counter(methods[name] for name in names)
     weights = np.asarray([sizes[methods[name]] ** (BALANCED_POWER - 1) for name in names], dtype=float)
     chosen = allocate_cells(variance, wanted, frozen_rows=frozen_rows, row_weights=weights)
