@@ -46,9 +46,12 @@ the rest (a full grid gives back its exact accuracies):
     acc_i = (sum_{j observed} y_ij + sum_{j not observed} p_ij) / n,
     p_ij = sum_g resp[j, g] sigmoid(beta_{k(i), c(j)} + u_{i, c(j)} + b_g)
 
-**Uncertainty** (``predictive_draws``). Each draw takes ``beta_kc ~ N(beta_kc, 1 / h_kc)``,
-``u_i ~ N(u_i, H_i^-1)``, one grid point per item from ``resp[j]``, and a Bernoulli outcome for
-every unobserved cell; the draw's accuracies are those of the finite grid. Intervals for an
+**Uncertainty** (``predictive_draws``). Each draw takes every ``beta_kc`` and ``u_i`` from its
+posterior given the other effects at the fit (``effect_draws``: ``beta_kc`` exactly on a fine grid
+of logits, ``u_i`` by importance resampling of a widened normal approximation ``N(u_i, H_i^-1)``;
+the normal approximation alone draws effects the cells rule out where accuracies saturate), one
+grid point per item from ``resp[j]``, and a Bernoulli outcome for every unobserved cell; the draw's
+accuracies are those of the finite grid. Intervals for an
 instruction, a method's mean and a quantile across instructions are percentiles of the draws, and
 the quantiles' point estimates are the draws' mean (the quantiles of the point estimates are too
 narrow: every ``acc_i`` is pulled toward its method's).
@@ -271,6 +274,90 @@ def instruction_accuracy(fit: CrossedFit, cells: Cells) -> np.ndarray:
     return np.where(observed, scores, fit.probabilities()).mean(axis=1)
 
 
+ETA_GRID = np.linspace(-24.0, 24.0, 961)  # logits (step 0.05) at which the effects' log-likelihoods are tabulated
+PROPOSALS = 4  # proposals per draw of each u_i (sampling-importance-resampling)
+PROPOSAL_SCALE = 1.5  # the proposal's spread, times the Laplace approximation's: its tails must cover the posterior's
+
+
+def _loglik_tables(fit: CrossedFit, cells: Cells) -> np.ndarray:
+    """``L[i, c, e]``: instruction i's expected log-likelihood on its observed class-c cells (item
+    effects weighed by their posteriors, as in the fit's M step) at the logit ``ETA_GRID[e]``."""
+    scores, observed = cells.matrices()
+    right, wrong = observed * scores, observed * (1.0 - scores)
+    x = ETA_GRID[:, None] + ITEM_GRID[None, :]
+    log_right, log_wrong = _log_sigmoid(x), _log_sigmoid(-x)  # eta x item grid
+    tables = np.empty((cells.n_rows, fit.u.shape[1], ETA_GRID.size))
+    for c in range(fit.u.shape[1]):
+        items = fit.classes == c
+        tables[:, c] = (right[:, items] @ fit.item_posterior[items]) @ log_right.T \
+            + (wrong[:, items] @ fit.item_posterior[items]) @ log_wrong.T
+    return tables
+
+
+def _at(tables: np.ndarray, eta: np.ndarray) -> np.ndarray:
+    """``tables[..., e]`` linearly interpolated at the logits ``eta`` (same leading shape, plus any
+    trailing ones broadcast against them), clipped to the grid's range."""
+    step = ETA_GRID[1] - ETA_GRID[0]
+    position = np.clip((eta - ETA_GRID[0]) / step, 0.0, ETA_GRID.size - 1.000001)
+    low = np.floor(position).astype(int)
+    weight = position - low
+    return (1.0 - weight) * np.take_along_axis(tables, low, axis=-1) + weight * np.take_along_axis(tables, low + 1, axis=-1)
+
+
+def effect_draws(fit: CrossedFit, cells: Cells, n_draws: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Draws of the method effects (``n_draws x methods x classes``) and the instruction effects
+    (``n_draws x rows x classes``) from their posteriors, each given the others at the fit.
+
+    A normal approximation at the mode is poor where accuracies saturate (a class every
+    instruction gets wrong: the log-likelihood is flat downward and falls exponentially upward, so
+    a symmetric normal draws effects the cells rule out and widens the intervals several times on
+    tasks where instructions barely matter). So the draws follow the conditional posteriors
+    themselves, with the item effects weighed by their posteriors as in the fit:
+
+    - ``beta_kc`` (one logit): exactly, on ``ETA_GRID``, from
+      ``sum_{i in k} L_ic(beta + u_ic) - prior_beta (1 - 1/K) (beta - mean_{k' != k} beta_k'c)^2 / 2``
+      (the fit's prior as a function of one method's effect);
+    - ``u_i`` (one logit per class): by sampling-importance-resampling, ``PROPOSALS`` proposals per
+      draw from ``N(u_i, (PROPOSAL_SCALE^2) H_i^-1)`` weighted by
+      ``sum_c L_ic(beta_k(i)c + u_c) - u' Sigma^-1 u / 2`` over the proposal's density.
+
+    ``L_ic`` is ``_loglik_tables``. Deterministic given ``rng``.
+    """
+    tables = _loglik_tables(fit, cells)
+    m, n_cls = fit.u.shape
+    k = fit.beta.shape[0]
+    prior = 1.0 / METHOD_PRIOR_SD**2
+    beta = np.empty((n_draws, k, n_cls))
+    step = ETA_GRID[1] - ETA_GRID[0]
+    for g in range(k):
+        members = np.flatnonzero(fit.groups == g)
+        for c in range(n_cls):
+            shifted = ETA_GRID[None, :] + fit.u[members, c][:, None]  # members x candidates
+            log_post = _at(tables[members, c], shifted).sum(axis=0)
+            if k > 1:
+                centre = (fit.beta[:, c].sum() - fit.beta[g, c]) / (k - 1)
+                log_post = log_post - 0.5 * prior * (1 - 1 / k) * (ETA_GRID - centre) ** 2
+            else:
+                log_post = log_post - 0.5 * prior * (ETA_GRID - fit.beta[g, c]) ** 2
+            weights = np.exp(log_post - log_post.max())
+            picks = rng.choice(ETA_GRID.size, size=n_draws, p=weights / weights.sum())
+            beta[:, g, c] = ETA_GRID[picks] + (rng.random(n_draws) - 0.5) * step
+    precision = np.linalg.inv(fit.sigma)
+    root = np.linalg.cholesky(np.linalg.inv(fit.h_u)).transpose(0, 2, 1) * PROPOSAL_SCALE
+    proposals = fit.u[:, None, :] + np.einsum("mlc,mcd->mld", rng.standard_normal((m, PROPOSALS * n_draws, n_cls)), root)
+    logits = fit.beta[fit.groups][:, None, :] + proposals  # rows x proposals x classes
+    log_lik = sum(_at(tables[:, c], logits[:, :, c]) for c in range(n_cls))
+    log_prior = -0.5 * np.einsum("mlc,cd,mld->ml", proposals, precision, proposals)
+    offset = proposals - fit.u[:, None, :]
+    log_proposal = -0.5 * np.einsum("mlc,mcd,mld->ml", offset, fit.h_u, offset) / PROPOSAL_SCALE**2
+    log_weight = log_lik + log_prior - log_proposal
+    u = np.empty((n_draws, m, n_cls))
+    for i in range(m):
+        w = np.exp(log_weight[i] - log_weight[i].max())
+        u[:, i] = proposals[i, rng.choice(w.size, size=n_draws, p=w / w.sum())]
+    return beta, u
+
+
 def predictive_grids(fit: CrossedFit, cells: Cells, n_draws: int, rng: np.random.Generator,
                      *, batch: int = 100) -> Iterator[np.ndarray]:
     """Draws of the whole grid, ``batch x n_rows x n_cols`` at a time (``n_draws`` in all): the
@@ -279,13 +366,10 @@ def predictive_grids(fit: CrossedFit, cells: Cells, n_draws: int, rng: np.random
     m, n = scores.shape
     cumulative = np.cumsum(fit.item_posterior, axis=1)
     cumulative[:, -1] = 1.0
-    n_cls = fit.u.shape[1]
-    root = np.linalg.cholesky(np.linalg.inv(fit.h_u)).transpose(0, 2, 1)  # rows x classes x classes: z @ root ~ N(0, 1/h)
+    beta_draws, u_draws = effect_draws(fit, cells, n_draws, rng)
     for start in range(0, n_draws, batch):
         b = min(batch, n_draws - start)
-        beta = fit.beta[None] + rng.standard_normal((b, *fit.beta.shape)) / np.sqrt(fit.h_beta)[None]
-        noise = np.einsum("bmc,mcd->bmd", rng.standard_normal((b, m, n_cls)), root)
-        logits = beta[:, fit.groups] + fit.u[None] + noise  # draws x rows x classes
+        logits = beta_draws[start:start + b][:, fit.groups] + u_draws[start:start + b]  # draws x rows x classes
         points = (rng.random((b, n, 1)) > cumulative[None, :, :]).sum(axis=2)
         p = _sigmoid(logits[:, :, fit.classes] + ITEM_GRID[points][:, None, :])
         simulated = rng.random((b, m, n)) < p

@@ -185,3 +185,56 @@ def test_item_classes_need_every_item_s_gold_answer_and_a_few_classes():
     assert item_classes({0: "a", 1: "a"}, 2) is None  # one class
     assert item_classes({j: f"answer {j}" for j in range(MAX_CLASSES + 1)}, MAX_CLASSES + 1) is None  # open answers
     assert target_text(3) == target_text(" 3") == "3" and target_text(["x", "y"]) is None
+
+
+def _exact_posterior(log_post: np.ndarray, grid: np.ndarray) -> tuple[float, float]:
+    w = np.exp(log_post - log_post.max())
+    w /= w.sum()
+    mean = float(w @ grid)
+    return mean, float(np.sqrt(w @ (grid - mean) ** 2))
+
+
+def _log_lik(fit, scores, observed, i: int, logit: np.ndarray) -> np.ndarray:
+    """Instruction i's expected log-likelihood at each candidate logit, item effects weighed by their
+    posteriors (one class), straight from the definition."""
+    x = logit[:, None, None] + ITEM_GRID[None, None, :]  # candidates x items x item grid
+    per_item = scores[i][None, :, None] * -np.logaddexp(0, -x) + (1 - scores[i])[None, :, None] * -np.logaddexp(0, x)
+    return (observed[i][None, :] * (per_item * fit.item_posterior[None]).sum(axis=2)).sum(axis=1)
+
+
+def test_effect_draws_follow_the_posterior_where_accuracies_saturate():
+    # Instruction 0 answers every one of its cells right: its effect's posterior is skewed (flat
+    # upward but for the prior, bounded below), which a normal approximation at the mode misses.
+    from instructeval_tasks.item_response import effect_draws
+
+    y, _ = _grid(5, 12, 60, s_a=2.5)
+    y[0] = 1.0
+    groups = np.array([0] * 6 + [1] * 6)
+    cells = _observe(y, 0.15, 5, groups=groups)
+    fit = fit_crossed(cells)
+    scores, observed = cells.matrices()
+    beta, u = effect_draws(fit, cells, 4000, np.random.default_rng(0))
+    assert beta.shape == (4000, 2, 1) and u.shape == (4000, 12, 1)
+    logits = np.linspace(-10, 16, 2601)
+
+    def quantiles(log_post):
+        w = np.exp(log_post - log_post.max())
+        return np.interp([0.025, 0.5, 0.975], np.cumsum(w) / w.sum(), logits)
+
+    for i in (0, 7):  # the saturated instruction and an ordinary one
+        log_post = _log_lik(fit, scores, observed, i, fit.beta[groups[i], 0] + logits) - 0.5 * logits**2 / fit.sigma[0, 0]
+        mean, sd = _exact_posterior(log_post, logits)
+        assert abs(u[:, i, 0].mean() - mean) < 0.1 * sd, i
+        assert u[:, i, 0].std() == pytest.approx(sd, rel=0.1), i
+        assert np.allclose(np.quantile(u[:, i, 0], [0.025, 0.5, 0.975]), quantiles(log_post), atol=0.25), i
+        if i == 0:
+            low, _, high = quantiles(log_post)
+            normal = 1.96 / np.sqrt(fit.h_u[0, 0, 0])
+            assert high - fit.u[0, 0] > normal + 0.4 and fit.u[0, 0] - low < normal - 0.3  # skewed
+    for g in (0, 1):  # a method's effect given the instructions' at the fit; the prior as a function of it
+        members = np.flatnonzero(groups == g)
+        log_post = sum(_log_lik(fit, scores, observed, i, logits + fit.u[i, 0]) for i in members) \
+            - 0.5 * (1 - 1 / 2) * (logits - fit.beta[1 - g, 0]) ** 2
+        mean, sd = _exact_posterior(log_post, logits)
+        assert abs(beta[:, g, 0].mean() - mean) < 0.1 * sd, g
+        assert beta[:, g, 0].std() == pytest.approx(sd, rel=0.1), g
