@@ -35,6 +35,12 @@ as the baseline (not for the adaptive design: there it is biased by construction
 so is a reference that no run can compute, ``known-b`` (``known_items_estimate``): the same cells
 with every item's effect known exactly from the full grid. Where it misses a target too, the
 budget's unseen instruction x item interactions set the limit, not the model.
+The second reference, ``simulated`` (``simulated_grid``), asks whether a target is within reach
+of these cells at all: the same design and estimator on a grid whose outcomes are redrawn from the
+model fitted to the whole real grid (its instructions' and methods' effects, each item's effect drawn
+from its posterior), scored against that grid's own exact accuracies. There the model holds exactly,
+so a target it misses is one that no better fit of this model can meet on these cells; where the
+real grid misses and the simulated one does not, the model's misfit costs the difference.
 The targets checked at the end, for the default design (balanced) and the uniform one: at 10%,
 method-mean MAE <= 1.0 and quantile MAE <= 1.5 points on every grid, method means never worse than
 the subset's on any grid, coverage 90-97% pooled over the grids (and, on its own line, each grid's
@@ -203,13 +209,57 @@ def choose_cells(grid: dict, key: str, fraction: float, seed: int, design: str, 
     return chosen
 
 
-ESTIMATORS = ("model", "subset", "known-b")
+ESTIMATORS = ("model", "subset", "known-b", "simulated")
+_FULL_FITS: dict[tuple[str, int], object] = {}
+
+
+def simulated_grid(grid: dict, key: str, seed: int) -> dict:
+    """The grid with every outcome redrawn from the item-response model fitted to all of its cells.
+
+    Each item takes one effect from its posterior under the full fit (``b_j`` on the item grid),
+    each cell an outcome with ``P(y_ij = 1) = sigmoid(beta_{k(i), c(j)} + u_{i, c(j)} + b_j)``; the
+    instructions, methods, labels and metric stay. Seeded by ``(key, seed)`` (string seed).
+
+    Example (a grid the model fits as certain, every instruction right on the first items and wrong
+    on the last ones, is redrawn as it is):
+        >>> grid = {"rows": [{"method": "null", "instruction": "0", "correct": [1] * 5 + [0] * 5},
+        ...                  {"method": "generic", "instruction": "1", "correct": [1] * 5 + [0] * 5}],
+        ...         "labels": ["a"] * 10, "metric": METRIC}
+        >>> simulated_grid(grid, "doc", 0)["rows"][1]["correct"]
+        [1, 1, 1, 1, 1, 0, 0, 0, 0, 0]
+    """
+    from scipy.special import expit
+
+    from instructeval_aggregation.bootstrap import rng_for
+    from instructeval_tasks.item_response import ITEM_GRID, Cells, fit_crossed
+
+    y, _, method_of, _ = _matrix(grid)
+    m, n = y.shape
+    cache_key = (key, id(grid))
+    if cache_key not in _FULL_FITS:
+        rows, cols = np.nonzero(np.ones_like(y))
+        _FULL_FITS[cache_key] = fit_crossed(Cells(rows, cols, y[rows, cols], m, n, method_of, grid_classes(grid)))
+    fit = _FULL_FITS[cache_key]
+    rng = rng_for("budget-validation-simulated", key, seed)
+    cumulative = np.cumsum(fit.item_posterior, axis=1)
+    cumulative[:, -1] = 1.0
+    points = (rng.random((n, 1)) > cumulative).sum(axis=1)
+    p = expit(fit.logits()[:, fit.classes] + ITEM_GRID[points][None, :])
+    redrawn = rng.random((m, n)) < p
+    return {**grid, "rows": [{**row, "correct": [int(v) for v in redrawn[i]]} for i, row in enumerate(grid["rows"])]}
 
 
 def evaluate_grid(grid: dict, fraction: float, seed: int, n_draws: int, key: str, design: str, *, min_items: int,
-                  full_methods: tuple[str, ...]) -> dict[str, Scores]:
+                  full_methods: tuple[str, ...], simulated: bool = False) -> dict[str, Scores]:
     """Scores against the full grid, for one draw: the item-response estimates (``model``) and, but
-    for the adaptive design, the observed-subset means (``subset``) and the reference ``known-b``."""
+    for the adaptive design, the observed-subset means (``subset``) and the reference ``known-b``;
+    with ``simulated``, the reference ``simulated`` too (the same design and estimator on
+    ``simulated_grid``, scored against its own exact accuracies)."""
+    if simulated:
+        redrawn = evaluate_grid(simulated_grid(grid, key, seed), fraction, seed, n_draws, key, design,
+                                min_items=min_items, full_methods=full_methods)
+        return {**evaluate_grid(grid, fraction, seed, n_draws, key, design, min_items=min_items,
+                                full_methods=full_methods), "simulated": redrawn["model"]}
     from instructeval_aggregation.bootstrap import rng_for
     from instructeval_aggregation.budgeted import QUANTILES as QS
     from instructeval_aggregation.budgeted import estimate_grid
@@ -370,6 +420,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--min-items", type=int, default=1,
                         help="--budget-min-items of the draws (default 1: the budget alone sets each quota)")
     parser.add_argument("--full-methods", default="null", help="--budget-full-methods of the draws (default null)")
+    parser.add_argument("--simulated", action=argparse.BooleanOptionalAction, default=True,
+                        help="also score the reference 'simulated' (grids redrawn from the full grid's fit; doubles "
+                             "the time; default on)")
     parser.add_argument("--rebuild", action="store_true", help="recompute the first cache's full grid with instructeval run")
     parser.add_argument("--from-runs", type=Path, default=None, help="build --cache from this finished sweep folder")
     parser.add_argument("--model-dir", default=str(ROOT / "models" / "smollm2"))
@@ -420,7 +473,8 @@ def main(argv: list[str] | None = None) -> int:
             for key in sorted(grids):
                 for seed in range(args.seeds):
                     scores = evaluate_grid(grids[key], fraction, seed, args.draws, key, design,
-                                           min_items=args.min_items, full_methods=full_methods)
+                                           min_items=args.min_items, full_methods=full_methods,
+                                           simulated=args.simulated)
                     for name, value in scores.items():
                         results.setdefault((fraction, design, key, name), []).append(value)
                 for name in ESTIMATORS:
@@ -498,6 +552,36 @@ def allocation_gain(y: np.ndarray) -> float:
     return float(v.mean() / root**2) if root > 0 else float("inf")
 
 
+TARGETS = {"method_mae": ("method MAE", 1.0), "quantile_mae": ("quantile MAE", 1.5)}  # at 10%, points
+
+
+def reach_lines(results: dict, keys: list[str], *, fraction: float = 0.1, design: str = "balanced") -> list[str]:
+    """For each grid and target its estimates miss, whether the reference ``simulated`` (the same
+    design and estimator where the model holds exactly) misses it too: then these cells cannot carry
+    the target; if not, the model's misfit to the real grid costs the difference.
+
+    Example:
+        >>> s = lambda method, quant: Scores(1.0, method, quant, 0.5, 1.0, 0.95, 0.95, 0.95, 0.1)
+        >>> results = {(0.1, "balanced", "a", "model"): [s(1.6, 0.9)], (0.1, "balanced", "a", "simulated"): [s(1.2, 0.8)],
+        ...            (0.1, "balanced", "b", "model"): [s(0.4, 1.9)], (0.1, "balanced", "b", "simulated"): [s(0.5, 1.1)]}
+        >>> for line in reach_lines(results, ["a", "b"]): print(line)
+        a: method MAE 1.60 > 1.0; simulated 1.20: misses too, the cells cannot carry it where the model holds exactly
+        b: quantile MAE 1.90 > 1.5; simulated 1.10: within it, the model's misfit to this grid costs the difference
+    """
+    lines = []
+    for key in keys:
+        model, simulated = results.get((fraction, design, key, "model"), []), results.get((fraction, design, key, "simulated"), [])
+        if not model or not simulated:
+            continue
+        for field, (name, target) in TARGETS.items():
+            real, reference = _mean(model, field), _mean(simulated, field)
+            if real > target:
+                lines.append(f"{key}: {name} {real:.2f} > {target}; simulated {reference:.2f}: "
+                             + ("misses too, the cells cannot carry it where the model holds exactly" if reference > target
+                                else "within it, the model's misfit to this grid costs the difference"))
+    return lines
+
+
 TIE = 0.005  # accuracy points: MAEs closer than the table's precision count as equal
 
 
@@ -533,6 +617,8 @@ def _verdicts(results: dict, keys: list[str], gains: dict[str, float] | None = N
                       f"{known:.2f}: " + ("it misses too: the budget's unseen instruction x item interactions put the target "
                                            "out of an additive estimator's reach" if known > 1.0
                                           else "the model falls short of what the cells allow"))
+        for line in reach_lines(results, keys, design=design):
+            print("  " + line)
     for design in designs if at(0.05, "adaptive", keys[0], "model") else ():
         # worse by at least the printed precision: 0.002 against 0.001 points is a tie
         worse = [key for key in keys

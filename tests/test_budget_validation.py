@@ -1,4 +1,5 @@
-"""The budget benchmark's reference estimator ``known-b`` (item effects known exactly)."""
+"""The budget benchmark's references, ``known-b`` (item effects known exactly) and ``simulated``
+(grids redrawn from the full grid's fit), and its verdict helpers."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
-from budget_validation import Scores, allocation_gain, coverage_misses, known_items_estimate, score_estimates  # noqa: E402
+from budget_validation import (Scores, allocation_gain, coverage_misses, known_items_estimate, reach_lines,  # noqa: E402
+                               score_estimates, simulated_grid)
 
 
 def test_every_cell_observed_gives_the_exact_accuracies():
@@ -67,3 +69,50 @@ def test_the_allocation_gain_is_one_when_every_item_varies_alike_and_grows_with_
     decided = even.copy()
     decided[:, :75] = 1.0  # three items in four answered right by every instruction
     assert allocation_gain(decided) == pytest.approx(4.0, rel=0.05)
+
+
+def _grid(y: np.ndarray, methods: list[str], labels: list[str]) -> dict:
+    return {"rows": [{"method": m, "instruction": str(i), "correct": [int(v) for v in row]}
+                     for i, (m, row) in enumerate(zip(methods, y))],
+            "labels": labels, "metric": "acc_per_token"}
+
+
+def test_a_simulated_grid_keeps_the_grid_s_structure_and_redraws_its_outcomes_per_seed():
+    rng = np.random.default_rng(3)
+    labels = ["pos", "neg"] * 30
+    # instruction i answers item j right with a probability set by its own bias toward "pos"
+    bias = rng.normal(0, 1.5, size=24)
+    item = rng.normal(0, 1, size=60)
+    sign = np.array([1.0 if label == "pos" else -1.0 for label in labels])
+    p = 1 / (1 + np.exp(-(bias[:, None] * sign[None, :] + item[None, :])))
+    y = (rng.random(p.shape) < p).astype(float)
+    grid = _grid(y, ["null"] + ["generic"] * 11 + ["adhoc"] * 12, labels)
+    first, again, other = simulated_grid(grid, "t", 0), simulated_grid(grid, "t", 0), simulated_grid(grid, "t", 1)
+    assert first == again and first != other  # seeded by (key, seed)
+    assert [(r["method"], r["instruction"]) for r in first["rows"]] == [(r["method"], r["instruction"]) for r in grid["rows"]]
+    assert first["labels"] == labels and first["metric"] == grid["metric"]
+    redrawn = np.array([r["correct"] for r in first["rows"]], dtype=float)
+    assert redrawn.shape == y.shape and set(np.unique(redrawn)) <= {0.0, 1.0}
+    assert 0.02 < np.mean(redrawn != y) < 0.5  # outcomes redrawn, not copied
+
+    def class_gap(m: np.ndarray) -> np.ndarray:
+        return m[:, sign > 0].mean(axis=1) - m[:, sign < 0].mean(axis=1)
+
+    # the fit keeps each instruction's label bias: its accuracies on the two classes move as the grid's
+    assert np.corrcoef(class_gap(redrawn), class_gap(y))[0, 1] > 0.8
+
+
+def test_reach_lines_say_whether_the_simulated_reference_misses_a_target_too():
+    def scores(method, quant):
+        return Scores(1.0, method, quant, 0.5, 1.0, 0.95, 0.95, 0.95, 0.1)
+
+    results = {(0.1, "balanced", "a", "model"): [scores(1.4, 1.0), scores(1.2, 1.2)],
+               (0.1, "balanced", "a", "simulated"): [scores(1.1, 0.5)],
+               (0.1, "balanced", "b", "model"): [scores(0.5, 1.6)],
+               (0.1, "balanced", "b", "simulated"): [scores(0.5, 1.0)],
+               (0.1, "balanced", "c", "model"): [scores(0.5, 0.5)],
+               (0.1, "balanced", "c", "simulated"): [scores(2.0, 2.0)],
+               (0.1, "balanced", "d", "model"): [scores(3.0, 3.0)]}  # no reference run: nothing said
+    assert reach_lines(results, ["a", "b", "c", "d"]) == [
+        "a: method MAE 1.30 > 1.0; simulated 1.10: misses too, the cells cannot carry it where the model holds exactly",
+        "b: quantile MAE 1.60 > 1.5; simulated 1.00: within it, the model's misfit to this grid costs the difference"]
