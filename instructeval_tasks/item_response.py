@@ -275,7 +275,7 @@ def instruction_accuracy(fit: CrossedFit, cells: Cells) -> np.ndarray:
 
 
 ETA_GRID = np.linspace(-24.0, 24.0, 961)  # logits (step 0.05) at which the effects' log-likelihoods are tabulated
-PROPOSALS = 4  # proposals per draw of each u_i (sampling-importance-resampling)
+PROPOSALS = 4  # proposals per draw of each u_i with one class (sampling-importance-resampling)
 PROPOSAL_SCALE = 1.5  # the proposal's spread, times the Laplace approximation's: its tails must cover the posterior's
 
 
@@ -317,9 +317,10 @@ def effect_draws(fit: CrossedFit, cells: Cells, n_draws: int, rng: np.random.Gen
     - ``beta_kc`` (one logit): exactly, on ``ETA_GRID``, from
       ``sum_{i in k} L_ic(beta + u_ic) - prior_beta (1 - 1/K) (beta - mean_{k' != k} beta_k'c)^2 / 2``
       (the fit's prior as a function of one method's effect);
-    - ``u_i`` (one logit per class): by sampling-importance-resampling, ``PROPOSALS`` proposals per
-      draw from ``N(u_i, (PROPOSAL_SCALE^2) H_i^-1)`` weighted by
-      ``sum_c L_ic(beta_k(i)c + u_c) - u' Sigma^-1 u / 2`` over the proposal's density.
+    - ``u_i`` (one logit per class): by sampling-importance-resampling, proposals from
+      ``N(u_i, PROPOSAL_SCALE^2 H_i^-1)``, ``PROPOSALS`` per draw times ``1.2^(C-1)`` rounded (a
+      widened proposal's effective share falls about that fast with the classes ``C``: 4 with one
+      class, 8 with six), weighted by ``sum_c L_ic(beta_k(i)c + u_c) - u' Sigma^-1 u / 2`` over the proposal's density.
 
     ``L_ic`` is ``_loglik_tables``. Deterministic given ``rng``.
     """
@@ -344,7 +345,8 @@ def effect_draws(fit: CrossedFit, cells: Cells, n_draws: int, rng: np.random.Gen
             beta[:, g, c] = ETA_GRID[picks] + (rng.random(n_draws) - 0.5) * step
     precision = np.linalg.inv(fit.sigma)
     root = np.linalg.cholesky(np.linalg.inv(fit.h_u)).transpose(0, 2, 1) * PROPOSAL_SCALE
-    proposals = fit.u[:, None, :] + np.einsum("mlc,mcd->mld", rng.standard_normal((m, PROPOSALS * n_draws, n_cls)), root)
+    per_draw = PROPOSALS * max(1, round(1.2 ** (n_cls - 1)))
+    proposals = fit.u[:, None, :] + np.einsum("mlc,mcd->mld", rng.standard_normal((m, per_draw * n_draws, n_cls)), root)
     logits = fit.beta[fit.groups][:, None, :] + proposals  # rows x proposals x classes
     log_lik = sum(_at(tables[:, c], logits[:, :, c]) for c in range(n_cls))
     log_prior = -0.5 * np.einsum("mlc,cd,mld->ml", proposals, precision, proposals)
