@@ -231,7 +231,7 @@ def simulated_grid(grid: dict, key: str, seed: int) -> dict:
     from scipy.special import expit
 
     from instructeval_aggregation.bootstrap import rng_for
-    from instructeval_tasks.item_response import ITEM_GRID, Cells, fit_crossed
+    from instructeval_tasks.item_response import ITEM_GRID, Cells, fit_crossed, item_points
 
     y, _, method_of, _ = _matrix(grid)
     m, n = y.shape
@@ -241,9 +241,7 @@ def simulated_grid(grid: dict, key: str, seed: int) -> dict:
         _FULL_FITS[cache_key] = fit_crossed(Cells(rows, cols, y[rows, cols], m, n, method_of, grid_classes(grid)))
     fit = _FULL_FITS[cache_key]
     rng = rng_for("budget-validation-simulated", key, seed)
-    cumulative = np.cumsum(fit.item_posterior, axis=1)
-    cumulative[:, -1] = 1.0
-    points = (rng.random((n, 1)) > cumulative).sum(axis=1)
+    points = item_points(fit, rng, 1)[0]
     p = expit(fit.logits()[:, fit.classes] + ITEM_GRID[points][None, :])
     redrawn = rng.random((m, n)) < p
     return {**grid, "rows": [{**row, "correct": [int(v) for v in redrawn[i]]} for i, row in enumerate(grid["rows"])]}

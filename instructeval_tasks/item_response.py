@@ -276,6 +276,7 @@ def instruction_accuracy(fit: CrossedFit, cells: Cells) -> np.ndarray:
 
 
 ETA_GRID = np.linspace(-24.0, 24.0, 961)  # logits (step 0.05) at which the effects' log-likelihoods are tabulated
+ETA_STEP = ETA_GRID[1] - ETA_GRID[0]
 PROPOSALS = 4  # proposals per draw of each u_i with one class (sampling-importance-resampling)
 PROPOSAL_SCALE = 1.5  # the proposal's spread, times the Laplace approximation's: its tails must cover the posterior's
 
@@ -298,8 +299,7 @@ def _loglik_tables(fit: CrossedFit, cells: Cells) -> np.ndarray:
 def _at(tables: np.ndarray, eta: np.ndarray) -> np.ndarray:
     """``tables`` (``rows x len(ETA_GRID)``) linearly interpolated, row by row, at the logits ``eta``
     (``rows x L``; clipped to the grid's range): ``rows x L``."""
-    step = ETA_GRID[1] - ETA_GRID[0]
-    position = np.clip((eta - ETA_GRID[0]) / step, 0.0, ETA_GRID.size - 1.000001)
+    position = np.clip((eta - ETA_GRID[0]) / ETA_STEP, 0.0, ETA_GRID.size - 1.000001)
     low = np.floor(position).astype(int)
     weight = position - low
     return (1.0 - weight) * np.take_along_axis(tables, low, axis=-1) + weight * np.take_along_axis(tables, low + 1, axis=-1)
@@ -332,7 +332,6 @@ def effect_draws(fit: CrossedFit, cells: Cells, n_draws: int, rng: np.random.Gen
     k = fit.beta.shape[0]
     prior = 1.0 / fit.method_prior_sd**2
     beta = np.empty((n_draws, k, n_cls))
-    step = ETA_GRID[1] - ETA_GRID[0]
     for g in range(k):
         members = np.flatnonzero(fit.groups == g)
         for c in range(n_cls):
@@ -345,7 +344,7 @@ def effect_draws(fit: CrossedFit, cells: Cells, n_draws: int, rng: np.random.Gen
                 log_post = log_post - 0.5 * prior * (ETA_GRID - fit.beta[g, c]) ** 2
             weights = np.exp(log_post - log_post.max())
             picks = rng.choice(ETA_GRID.size, size=n_draws, p=weights / weights.sum())
-            beta[:, g, c] = ETA_GRID[picks] + (rng.random(n_draws) - 0.5) * step
+            beta[:, g, c] = ETA_GRID[picks] + (rng.random(n_draws) - 0.5) * ETA_STEP
     precision = np.linalg.inv(fit.sigma)
     root = np.linalg.cholesky(np.linalg.inv(fit.h_u)).transpose(0, 2, 1) * PROPOSAL_SCALE
     per_draw = PROPOSALS * max(1, round(1.2 ** (n_cls - 1)))
@@ -363,19 +362,25 @@ def effect_draws(fit: CrossedFit, cells: Cells, n_draws: int, rng: np.random.Gen
     return beta, u
 
 
+def item_points(fit: CrossedFit, rng: np.random.Generator, n_draws: int) -> np.ndarray:
+    """``n_draws x n_cols`` indices into ``ITEM_GRID``: each draw takes every item's effect from its
+    posterior (``resp[j]``)."""
+    cumulative = np.cumsum(fit.item_posterior, axis=1)
+    cumulative[:, -1] = 1.0
+    return (rng.random((n_draws, cumulative.shape[0], 1)) > cumulative[None, :, :]).sum(axis=2)
+
+
 def predictive_grids(fit: CrossedFit, cells: Cells, n_draws: int, rng: np.random.Generator,
                      *, batch: int = 100) -> Iterator[np.ndarray]:
     """Draws of the whole grid, ``batch x n_rows x n_cols`` at a time (``n_draws`` in all): the
     observed cells as scored, every other cell a Bernoulli outcome drawn as the module doc says."""
     scores, observed = cells.matrices()
     m, n = scores.shape
-    cumulative = np.cumsum(fit.item_posterior, axis=1)
-    cumulative[:, -1] = 1.0
     beta_draws, u_draws = effect_draws(fit, cells, n_draws, rng)
     for start in range(0, n_draws, batch):
         b = min(batch, n_draws - start)
         logits = beta_draws[start:start + b][:, fit.groups] + u_draws[start:start + b]  # draws x rows x classes
-        points = (rng.random((b, n, 1)) > cumulative[None, :, :]).sum(axis=2)
+        points = item_points(fit, rng, b)
         p = _sigmoid(logits[:, :, fit.classes] + ITEM_GRID[points][:, None, :])
         simulated = rng.random((b, m, n)) < p
         yield np.where(observed[None], scores[None], simulated)
