@@ -18,7 +18,10 @@ Per (model, harness task, placement, n-shot), over the instructions (the null on
 
 **Budgeted grids** (``--budget``: each instruction on its own cells, the null one on every item):
 the instructions' scores are the item-response model's estimates on the whole grid
-(``item_response.instruction_accuracy``; the null score stays the exact stock score), the
+(``item_response.instruction_accuracy``; the null score stays the exact stock score), with one
+instruction effect per gold answer on a multiple-choice task (the samples' ``target``, the classes
+the budget balanced each instruction's items over; ``item_classes`` in ``data/harness_effects.csv``
+counts them, 1 for a generation task), the
 instruction-effect SD is the median over posterior predictive draws of the whole grid
 (``item_response.predictive_grids``) of the same two-way estimator, and its interval comes from a
 joint bootstrap: replicate b resamples the instructions and items of draw ``b mod D``, so it
@@ -52,14 +55,14 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from instructeval_tasks.item_response import Cells, fit_crossed, instruction_accuracy, predictive_grids
+from instructeval_tasks.item_response import Cells, fit_crossed, instruction_accuracy, item_classes, predictive_grids
 
 from .bootstrap import rng_for
 from .issues import IssueLog
 from .json_input import BadJson, parse_json_bytes
 from .leaderboard import kendall_tau_b, percentile_of
 from .loading import expand_paths, find_samples, label_from_pretrained, parse_model_args, results_stamp
-from .samples import read_samples
+from .samples import read_sample_targets
 from .sensitivity_card import Measure, SensitivityCard, basic_interval, build_card
 from .sensitivity_measures import mean_square_components
 
@@ -81,6 +84,7 @@ class HarnessResult:
     samples_path: str | None
     test_ids: list[int] | None = None
     budget: dict | None = None  # the variant's ``metadata.budget`` record (its cells), if budgeted
+    output_type: str | None = None  # the task config's ``output_type`` (``multiple_choice``, ``generate_until``, ...)
 
 
 def _metric_key(result: dict, config: dict) -> str | None:
@@ -125,7 +129,8 @@ def load_harness_results(paths: Iterable[str], issues: IssueLog, *, samples: boo
                 num_fewshot=int(record.get("num_fewshot") or 0), method=str(record.get("method")),
                 instruction_id=str(record.get("instruction_id")), instruction=str(record.get("instruction", "")),
                 metric=key, value=float(value), file=str(path), samples_path=sample_path, test_ids=record.get("test_ids"),
-                budget=meta.get("budget") if isinstance(meta.get("budget"), dict) else None))
+                budget=meta.get("budget") if isinstance(meta.get("budget"), dict) else None,
+                output_type=config.get("output_type") if isinstance(config.get("output_type"), str) else None))
     return out
 
 
@@ -273,7 +278,7 @@ class HarnessEffects:
 
 EFFECT_COLUMNS = ["model", "task", "placement", "num_fewshot", "metric", "n_instructions", "n_items", "stock", "min", "median",
                   "max", "stock_percentile", "instruction_sd", "instruction_sd_low", "instruction_sd_high", "item_noise_sd",
-                  "permutation_p", "cells_share"]
+                  "permutation_p", "cells_share", "item_classes"]
 SCORE_COLUMNS = ["model", "task", "placement", "num_fewshot", "method", "instruction", "score", "estimated", "ci_low",
                  "ci_high", "vs_stock", "vs_stock_low", "vs_stock_high", "p_above_stock"]
 RANK_COLUMNS = ["task", "placement", "num_fewshot", "metric", "n_models", "n_instructions", "stock_ranking", "rank_ranges",
@@ -306,11 +311,14 @@ def harness_effects(results: list[HarnessResult], issues: IssueLog, *, n_boot: i
             continue
         stock = next((r for r in members if r.method == "null"), None)
         budgeted = any(r.budget for r in members)
-        Y = _item_matrix(members, issues, where, budgeted=budgeted, later=later)
+        Y, targets = _item_matrix(members, issues, where, budgeted=budgeted, later=later)
         values = [r.value for r in members]
         estimated = drawn = None
+        classes = None
         if budgeted and Y is not None and len(members) >= 2 and Y.shape[1] >= 2:
-            cells = _cells(Y, members)
+            if members[0].output_type == "multiple_choice":  # the gold answers are classes, as the budget dealt them
+                classes = item_classes(targets, Y.shape[1])
+            cells = _cells(Y, members, classes)
             accuracy, sd, noise, drawn = budgeted_instruction_sd(
                 cells, n_draws=BUDGET_DRAWS, n_boot=n_boot, level=level, rng=rng_for(seed, "harness-budget", *key))
             # observed scores where an instruction scored every item (the null one), estimates elsewhere
@@ -330,7 +338,8 @@ def harness_effects(results: list[HarnessResult], issues: IssueLog, *, n_boot: i
                "stock_percentile": percentile_of(others, stock.value) if stock and others else math.nan,
                "instruction_sd": math.nan, "instruction_sd_low": math.nan, "instruction_sd_high": math.nan,
                "item_noise_sd": math.nan, "permutation_p": math.nan,
-               "cells_share": estimated[2] if estimated else (math.nan if budgeted else 1.0)}
+               "cells_share": estimated[2] if estimated else (math.nan if budgeted else 1.0),
+               "item_classes": (1 if classes is None else int(classes.max()) + 1) if estimated else math.nan}
         if estimated is not None:
             sd, noise, _ = estimated
             card = build_card(model, task, "zero_shot" if shot == 0 else "few_shot",
@@ -362,27 +371,27 @@ def harness_effects(results: list[HarnessResult], issues: IssueLog, *, n_boot: i
     return HarnessEffects(effects, rankings, scores, pairs, cards)
 
 
-def _cells(Y: np.ndarray, members: list[HarnessResult]) -> Cells:
-    """The observed (non-NaN) cells of ``Y``, instructions grouped by method."""
+def _cells(Y: np.ndarray, members: list[HarnessResult], classes: np.ndarray | None = None) -> Cells:
+    """The observed (non-NaN) cells of ``Y``, instructions grouped by method, items by ``classes``."""
     rows, cols = np.nonzero(np.isfinite(Y))
     methods = sorted({r.method for r in members})
     return Cells(rows=rows, cols=cols, y=Y[rows, cols], n_rows=Y.shape[0], n_cols=Y.shape[1],
-                 groups=np.asarray([methods.index(r.method) for r in members], dtype=int))
+                 groups=np.asarray([methods.index(r.method) for r in members], dtype=int), classes=classes)
 
 
-def _member_scores(r: HarnessResult, issues: IssueLog, where: str, consequence: str) -> tuple[np.ndarray, np.ndarray] | None:
-    """``(doc ids, scores)`` of one variant's samples log under its metric and filter; None (with a
-    warning ending in ``consequence``) when it has none or cannot be read."""
+def _member_scores(r: HarnessResult, issues: IssueLog, where: str,
+                   consequence: str) -> tuple[np.ndarray, np.ndarray, list[str | None]] | None:
+    """``(doc ids, scores, gold targets)`` of one variant's samples log under its metric and filter;
+    None (with a warning ending in ``consequence``) when it has none or cannot be read."""
     if not r.samples_path:
         issues.warn("no-samples", f"{where}: {r.task}__{r.instruction_id} has no samples file; {consequence}", r.file)
         return None
     name, _, filt = r.metric.partition(",")
     try:
-        doc_ids, values, _ = read_samples(r.samples_path, name, filter_name=filt or "none")
+        return read_sample_targets(r.samples_path, name, filter_name=filt or "none")
     except Exception as err:  # AggregationError names the file and line
         issues.warn("bad-samples", f"{where}: {err}; {consequence}", r.file)
         return None
-    return doc_ids, values
 
 
 def _budget_round(r: HarnessResult) -> int:
@@ -392,54 +401,62 @@ def _budget_round(r: HarnessResult) -> int:
 
 
 def _item_matrix(members: list[HarnessResult], issues: IssueLog, where: str, *, budgeted: bool = False,
-                 later: Sequence[HarnessResult] = ()) -> np.ndarray | None:
-    """``instructions x items`` scores; under a budget the items are the recorded ``test_ids``, a
-    cell an instruction did not evaluate is NaN, and ``later`` rounds fill their instruction's row."""
+                 later: Sequence[HarnessResult] = ()) -> tuple[np.ndarray | None, dict[int, str | None]]:
+    """``(instructions x items scores, {item: gold target})``; under a budget the items are the
+    recorded ``test_ids`` (positions in it), a cell an instruction did not evaluate is NaN, and
+    ``later`` rounds fill their instruction's row. Scores None where they cannot be read."""
     if budgeted:
         return _budget_matrix(members, issues, where, later)
     rows, ref = [], None
     for r in members:
         scored = _member_scores(r, issues, where, "no item-level effects")
         if scored is None:
-            return None
-        doc_ids, values = scored
+            return None, {}
+        doc_ids, values, _ = scored
         if ref is None:
             ref = doc_ids
         elif not np.array_equal(ref, doc_ids):
             issues.warn("samples-docs", f"{where}: instructions were scored on different items; no item-level effects", r.file)
-            return None
+            return None, {}
         rows.append(values)
-    return np.vstack(rows)
+    return np.vstack(rows), {}
 
 
 def _budget_matrix(members: list[HarnessResult], issues: IssueLog, where: str,
-                   later: Sequence[HarnessResult] = ()) -> np.ndarray | None:
+                   later: Sequence[HarnessResult] = ()) -> tuple[np.ndarray | None, dict[int, str | None]]:
     ids = members[0].test_ids
     if not ids or any(r.test_ids != ids for r in [*members, *later]):
         issues.warn("samples-docs", f"{where}: budgeted instructions were planned on different items; no estimates",
                     members[0].file)
-        return None
+        return None, {}
     position = {int(doc): k for k, doc in enumerate(ids)}
     Y = np.full((len(members), len(ids)), np.nan)
+    targets: dict[int, str | None] = {}
     row_of = {(r.method, r.instruction_id): i for i, r in enumerate(members)}
     orphans = [r for r in later if (r.method, r.instruction_id) not in row_of]
     if orphans:
         issues.warn("harness-budget", f"{where}: {orphans[0].task}__{orphans[0].instruction_id} has a later adaptive "
                     "round but no first slice; no estimates", orphans[0].file)
-        return None
+        return None, {}
     for r in [*members, *later]:
         i = row_of[(r.method, r.instruction_id)]
         scored = _member_scores(r, issues, where, "no estimates")
         if scored is None:
-            return None
-        doc_ids, values = scored
+            return None, {}
+        doc_ids, values, gold = scored
         unknown = [int(d) for d in doc_ids if int(d) not in position]
         if unknown:
             issues.warn("samples-docs", f"{where}: {r.task}__{r.instruction_id} scored rows outside its test_ids "
                         f"({unknown[:3]}); no estimates", r.samples_path)
-            return None
+            return None, {}
+        for doc, target in zip(doc_ids.tolist(), gold):
+            if targets.setdefault(position[int(doc)], target) != target:
+                issues.warn("samples-docs", f"{where}: row {doc} has gold answer {target!r} in "
+                            f"{r.task}__{r.instruction_id} but {targets[position[int(doc)]]!r} in another instruction's "
+                            "samples: samples of different data; no estimates", r.samples_path)
+                return None, {}
         Y[i, [position[int(d)] for d in doc_ids]] = values
-    return Y
+    return Y, targets
 
 
 PAIR_COLUMNS = ["task", "placement", "num_fewshot", "higher", "lower", "stock_gap", "n_instructions", "flip_probability",

@@ -63,6 +63,7 @@ from ..harness.tasks import (
     stock_task_config,
 )
 from instructeval_banks.schema import known_tasks
+from ..item_response import target_text
 from .adaptive import saved_rows
 from .budget import ADAPTIVE_ROUNDS, BUDGET_KEY, Budget, budget_record, grid_cells_of, next_round_cells
 from .plan import fingerprint, sample_bank_entries
@@ -318,9 +319,11 @@ def primary_sample_metric(config: dict[str, Any], row: dict[str, Any]) -> str | 
     return next((name for name in names if isinstance(name, str) and name in row), None)
 
 
-def saved_harness_cells(store: Any, variant: HarnessVariant, config: dict[str, Any]) -> dict[int, float]:
+def saved_harness_cells(store: Any, variant: HarnessVariant, config: dict[str, Any],
+                        targets: dict[int, str | None] | None = None) -> dict[int, float]:
     """``{item: score}`` of a saved harness variant (items: positions in its ``test_ids``), from its
-    samples log under the task's first metric and first filter, as the report reads it."""
+    samples log under the task's first metric and first filter, as the report reads it; with
+    ``targets``, each item's gold ``target`` (text) is added to it."""
     path, rows = saved_rows(store, variant.name)
     metric = primary_sample_metric(config, rows[0]) if rows else None
     if metric is None:
@@ -334,6 +337,10 @@ def saved_harness_cells(store: Any, variant: HarnessVariant, config: dict[str, A
     if first_filter is None or len(cells) != len(variant.metadata[BUDGET_KEY]["items"]):
         raise UserError(f"{path}: its rows are not the cells {variant.name} was planned with; "
                         "remove the file and its results to evaluate it again")
+    if targets is not None:
+        for row in rows:
+            if row.get("filter", "none") == first_filter and int(row["doc_id"]) in position:
+                targets[position[int(row["doc_id"])]] = target_text(row.get("target"))
     return cells
 
 
@@ -344,7 +351,8 @@ def plan_harness_round(budget_round: int, first: list[HarnessVariant], earlier: 
     variant's earlier rounds (itself included), their cells read back from ``store``.
 
     Each (task, n-shot, placement) is a grid of its own here; its target is the uniform design's
-    cells of one placement (``grid_cells``).
+    cells of one placement (``grid_cells``). On a multiple-choice task the fit gives each gold answer
+    its own instruction effects (the samples' ``target``), as the report's fit does.
     """
     groups: dict[tuple, list[HarnessVariant]] = {}
     for variant in first:
@@ -353,12 +361,13 @@ def plan_harness_round(budget_round: int, first: list[HarnessVariant], earlier: 
     for (task, _, _), variants in sorted(groups.items()):
         record = variants[0].metadata[BUDGET_KEY]
         target = record["grid_cells"]
+        targets: dict[int, str | None] | None = {} if configs[task].get("output_type") == "multiple_choice" else None
         observed = {v.name: {item: score for part in earlier[v.name]
-                             for item, score in saved_harness_cells(store, part, configs[task]).items()}
+                             for item, score in saved_harness_cells(store, part, configs[task], targets).items()}
                     for v in variants}
         frozen = [v.name for v in variants if v.method in budget.full_methods]
         chosen = next_round_cells(observed, {v.name: v.method for v in variants}, record["n_items"], target,
-                                  ADAPTIVE_ROUNDS - budget_round + 1, frozen=frozen)
+                                  ADAPTIVE_ROUNDS - budget_round + 1, frozen=frozen, targets=targets)
         for variant in variants:
             if chosen.get(variant.name):
                 new[variant.name] = round_variant(variant, budget_round, chosen[variant.name])

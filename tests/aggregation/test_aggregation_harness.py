@@ -127,8 +127,10 @@ def test_tied_stock_scores_are_shown_as_ties(tmp_path):
 # ------------------------------------------------------------------------------------------ budget
 
 
-def _write_budgeted(folder: Path, model: str, task: str, grid: np.ndarray, keep: np.ndarray) -> None:
-    """A budgeted run's files: instruction i (row 0 = null) scored only on the items ``keep[i]``."""
+def _write_budgeted(folder: Path, model: str, task: str, grid: np.ndarray, keep: np.ndarray, *,
+                    labels: list[str] | None = None, output_type: str | None = None) -> None:
+    """A budgeted run's files: instruction i (row 0 = null) scored only on the items ``keep[i]``;
+    ``labels[j]``: item j's gold ``target`` (default "0"), ``output_type`` the task config's."""
     out = folder / model
     out.mkdir(parents=True, exist_ok=True)
     ids = [10 + 3 * j for j in range(grid.shape[1])]  # eval rows, as test_ids records them
@@ -138,11 +140,11 @@ def _write_budgeted(folder: Path, model: str, task: str, grid: np.ndarray, keep:
         name = f"{task}__{iid}"
         items = [int(j) for j in np.flatnonzero(keep[i])]
         results[name] = {"alias": name, "acc,none": float(grid[i, items].mean())}
-        configs[name] = {"task": name, "metric_list": [{"metric": "acc"}], "metadata": {
+        configs[name] = {"task": name, "metric_list": [{"metric": "acc"}], **({"output_type": output_type} if output_type else {}), "metadata": {
             "model_label": model, "budget": {"fraction": 0.3, "seed": 0, "items": items, "n_items": grid.shape[1]},
             "harness": {"task": task, "num_fewshot": 0, "method": "null" if i == 0 else "generic", "instruction_id": iid,
                         "instruction": "" if i == 0 else f"text {iid}", "placement": "description", "test_ids": ids}}}
-        lines = [json.dumps({"doc_id": ids[j], "filter": "none", "acc": float(grid[i, j]), "target": "0",
+        lines = [json.dumps({"doc_id": ids[j], "filter": "none", "acc": float(grid[i, j]), "target": labels[j] if labels else "0",
                              "filtered_resps": [["-1.0", "False"]]}) for j in items]
         (out / f"samples_{name}_{STAMP}.jsonl").write_text("\n".join(lines) + "\n")
     (out / f"results_harness__{task}.json").write_text(json.dumps({
@@ -210,6 +212,52 @@ def test_a_budgeted_grid_is_estimated_not_read_off_its_cells(tmp_path):
         assert by.loc[k, "vs_stock_low"] == pytest.approx(by.loc[k, "ci_low"] - grid[0].mean())  # the stock is exact
         assert (by.loc[k, "p_above_stock"] > 0.5) == (by.loc[k, "vs_stock"] > 0) or abs(by.loc[k, "vs_stock"]) < 0.01
     assert math.isnan(by.loc["null", "vs_stock_low"]) and math.isnan(by.loc["null", "p_above_stock"])
+
+
+def test_a_multiple_choice_budgeted_grid_gives_each_gold_answer_its_own_instruction_effects(tmp_path):
+    # each instruction moves the model toward one answer and away from the other (as on SmolLM2's
+    # BoolQ), and its cells hold more "yes" items than "no" ones (as an adaptive round's may): one
+    # effect per instruction predicts its unseen "no" items from its "yes" ones
+    n, bias = 160, np.array([0.0, 2.5, -2.5, 1.5, -1.5, 2.0, -2.0, 0.5])
+    labels = ["1" if j % 2 else "0" for j in range(n)]
+    towards_yes = np.where(np.array(labels) == "1", 1.0, -1.0)
+    errors = {"multiple_choice": [], "generate_until": []}
+    for seed in range(4):
+        rng = np.random.default_rng(seed)
+        logits = bias[:, None] * towards_yes[None, :] + rng.normal(0, 1.0, n)[None, :]
+        grid = (rng.random(logits.shape) < 1 / (1 + np.exp(-logits))).astype(float)
+        keep = rng.random(grid.shape) < np.where(towards_yes > 0, 0.2, 0.05)[None, :]
+        keep[0] = True
+        for output_type in errors:
+            folder = tmp_path / f"{output_type}-{seed}"
+            _write_budgeted(folder, "m1", "boolq", grid, keep, labels=labels, output_type=output_type)
+            issues = IssueLog()
+            out = harness_effects(load_harness_results([str(folder)], issues), issues, n_boot=20, level=0.95, seed="s",
+                                  n_perm=20)
+            assert not issues.items, issues.items
+            assert out.effects.iloc[0]["item_classes"] == (2 if output_type == "multiple_choice" else 1)
+            scores = out.scores.set_index("instruction")["score"]
+            estimates = np.array([scores[f"generic-{i}"] for i in range(1, len(bias))])
+            errors[output_type] += list(np.abs(estimates - grid.mean(axis=1)[1:]))
+    # a generation task's answers are no classes: one effect per instruction, as before
+    assert np.mean(errors["multiple_choice"]) < 0.6 * np.mean(errors["generate_until"]), errors
+
+
+def test_a_budgeted_grid_whose_samples_disagree_on_a_gold_answer_gets_no_estimates(tmp_path):
+    rng = np.random.default_rng(5)
+    grid = _synthetic_grid(rng, [0.0, 1.0, -1.0], 30)
+    keep = _budget_mask(rng, 3, 30, 0.5)
+    _write_budgeted(tmp_path, "m1", "boolq", grid, keep, labels=["0", "1"] * 15, output_type="multiple_choice")
+    name = "boolq__generic-1"
+    path = next((tmp_path / "m1").glob(f"samples_{name}_*.jsonl"))
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    rows[0]["target"] = "1" if rows[0]["target"] == "0" else "0"  # another data set's row
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    issues = IssueLog()
+    out = harness_effects(load_harness_results([str(tmp_path)], issues), issues, n_boot=20, level=0.95, seed="s", n_perm=20)
+    warned = [i for i in issues.items if i.code == "samples-docs"]
+    assert warned and "samples of different data" in warned[0].message and name in warned[0].message
+    assert math.isnan(out.effects.iloc[0]["instruction_sd"]) and math.isnan(out.effects.iloc[0]["item_classes"])
 
 
 def test_a_budgeted_grid_without_samples_is_flagged(tmp_path):

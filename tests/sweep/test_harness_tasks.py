@@ -372,7 +372,14 @@ def test_a_placement_added_later_resumes_on_the_same_cells(tiny_chat_model, harn
     assert both.plan["harness_budget"]["grids"] == 2 and both.plan["harness_budget"]["cells"] == 2 * (6 + 2 * 3)
 
 
-def test_an_adaptive_budget_adds_rounds_of_cells_on_the_full_grids_requests(tiny_chat_model, harness_data, tmp_path):
+def test_an_adaptive_budget_adds_rounds_of_cells_on_the_full_grids_requests(tiny_chat_model, harness_data, tmp_path,
+                                                                           monkeypatch):
+    import instructeval_tasks.sweep.harness_runs as harness_runs
+
+    fitted_targets: list[dict] = []  # the gold answers each round's fit was given (multiple choice: its classes)
+    choose = harness_runs.next_round_cells
+    monkeypatch.setattr(harness_runs, "next_round_cells",
+                        lambda *args, **kw: fitted_targets.append(dict(kw["targets"])) or choose(*args, **kw))
     common = dict(model="hf", model_args=f"pretrained={tiny_chat_model},dtype=float32", tasks=None, methods="null,generic",
                   profile="quick", overrides={"instructions_per_method": 3, "test_sample": 6}, data_dir=str(harness_data),
                   device="cpu", progress=False, harness_tasks="hellaswag:1", placements=("description", "chat-system"))
@@ -416,6 +423,12 @@ def test_an_adaptive_budget_adds_rounds_of_cells_on_the_full_grids_requests(tiny
     assert not issues.items, issues.items
     assert list(effects["n_instructions"]) == [4, 4]
     assert list(effects["cells_share"]) == [pytest.approx((6 + 3 * 3) / 24)] * 2
+    # HellaSwag is multiple choice: the rounds' fits and the report's give each gold ending its own effects
+    null = next(name for name, e in entries.items() if e["meta"]["harness"]["method"] == "null")
+    ids = entries[null]["meta"]["harness"]["test_ids"]
+    gold = {ids.index(doc): str(row["target"]) for (doc, _), row in _samples(tmp_path / "adaptive", null).items()}
+    assert len(fitted_targets) == 2 * 2 and all(targets == gold for targets in fitted_targets)  # 2 rounds x 2 placements
+    assert list(effects["item_classes"]) == [len(set(gold.values()))] * 2 and len(set(gold.values())) > 1
     again = run_sweep(**common, output=tmp_path / "adaptive", budget=budget)  # the rounds re-derived, nothing to run
     assert again.evaluated == 0
 
