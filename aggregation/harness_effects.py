@@ -318,6 +318,11 @@ def harness_effects(results: list[HarnessResult], issues: IssueLog, *, n_boot: i
         if budgeted and Y is not None and len(members) >= 2 and Y.shape[1] >= 2:
             if members[0].output_type == "multiple_choice":  # the gold answers are classes, as the budget dealt them
                 classes = item_classes(targets, Y.shape[1])
+                unknown = [members[0].test_ids[j] for j in range(Y.shape[1]) if targets.get(j) is None]
+                if unknown:
+                    issues.warn("harness-budget", f"{where}: the gold answers of rows {unknown[:8]} are "
+                                "in no samples file (no instruction scored them, or their lines have no target): its "
+                                "estimates use one effect per instruction, not one per gold answer", members[0].file)
             cells = _cells(Y, members, classes)
             accuracy, sd, noise, drawn = budgeted_instruction_sd(
                 cells, n_draws=BUDGET_DRAWS, n_boot=n_boot, level=level, rng=rng_for(seed, "harness-budget", *key))

@@ -243,6 +243,19 @@ def test_a_multiple_choice_budgeted_grid_gives_each_gold_answer_its_own_instruct
     assert np.mean(errors["multiple_choice"]) < 0.6 * np.mean(errors["generate_until"]), errors
 
 
+def test_a_multiple_choice_grid_with_a_row_without_gold_answer_says_it_uses_one_effect_per_instruction(tmp_path):
+    rng = np.random.default_rng(4)
+    grid = _synthetic_grid(rng, [0.0, 1.0, -1.0, 0.5], 40)
+    labels = ["0", "1"] * 20
+    labels[7] = None  # a line without its target
+    _write_budgeted(tmp_path, "m1", "boolq", grid, _budget_mask(rng, 4, 40, 0.5), labels=labels, output_type="multiple_choice")
+    issues = IssueLog()
+    out = harness_effects(load_harness_results([str(tmp_path)], issues), issues, n_boot=20, level=0.95, seed="s", n_perm=20)
+    (warned,) = [i for i in issues.items if i.code == "harness-budget"]
+    assert "gold answers of rows [31]" in warned.message and "one effect per instruction" in warned.message
+    assert out.effects.iloc[0]["item_classes"] == 1 and not math.isnan(out.effects.iloc[0]["instruction_sd"])
+
+
 def test_a_budgeted_grid_whose_samples_disagree_on_a_gold_answer_gets_no_estimates(tmp_path):
     rng = np.random.default_rng(5)
     grid = _synthetic_grid(rng, [0.0, 1.0, -1.0], 30)
