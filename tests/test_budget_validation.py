@@ -116,3 +116,31 @@ def test_reach_lines_say_whether_the_simulated_reference_misses_a_target_too():
     assert reach_lines(results, ["a", "b", "c", "d"]) == [
         "a: method MAE 1.30 > 1.0; simulated 1.10: misses too, the cells cannot carry it where the model holds exactly",
         "b: quantile MAE 1.60 > 1.5; simulated 1.00: within it, the model's misfit to this grid costs the difference"]
+
+
+def _label_leaning_grid(seed: int) -> dict:
+    """13 instructions (null, 6 generic, 6 ad hoc), each leaning toward one of two labels, on 100
+    items of which three quarters have label "a" (as BoolQ's are mostly "yes")."""
+    from budget_validation import METRIC
+
+    rng = np.random.default_rng(seed)
+    labels = ["a"] * 75 + ["b"] * 25
+    lean = [0.0] + [2.0, -2.0, 1.0, -1.0, 1.5, -1.5] * 2
+    methods = ["null"] + ["generic"] * 6 + ["adhoc"] * 6
+    side = np.where(np.array(labels) == "a", 1.0, -1.0)
+    item = rng.normal(0, 1, 100)
+    rows = [{"method": method, "instruction": str(i),
+             "correct": [int(v) for v in rng.random(100) < 1 / (1 + np.exp(-(toward * side + item)))]}
+            for i, (method, toward) in enumerate(zip(methods, lean))]
+    return {"rows": rows, "labels": labels, "metric": METRIC}
+
+
+def test_the_harness_path_s_class_effects_predict_a_label_leaning_instruction_s_unseen_items():
+    from harness_budget_classes import grid_errors
+
+    # the balanced design gives every instruction as many "a" items as "b" ones, so one effect per
+    # instruction predicts its unseen items (three quarters "a") from a half-"b" average
+    without, with_classes = ([grid_errors(_label_leaning_grid(seed), "t", 0.2, seed, "balanced", with_classes=flag)
+                              for seed in range(3)] for flag in (False, True))
+    assert np.mean([mae for mae, _ in with_classes]) < 0.5 * np.mean([mae for mae, _ in without])
+    assert np.mean([sd for _, sd in with_classes]) < 0.5 * np.mean([sd for _, sd in without])
