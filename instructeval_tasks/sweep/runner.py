@@ -289,7 +289,7 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
              f"{budget_totals['grid_size']:,} (instruction, item) cells "
              f"({budget_totals['cells'] / max(budget_totals['grid_size'], 1):.1%}) in {budget_totals['grids']} "
              f"(task, setting) grid(s); every instruction >= {_least_items(plan, metadata, budget)} "
-             f"items, every item >= 1 instruction"
+             f"items, every item >= 1 instruction; {_full_words(budget)}"
              + _adaptive_words(budget, budget_totals))
 
     harness_totals = None
@@ -300,7 +300,7 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
         echo(f"budget {budget.fraction:g} (seed {budget.seed}, {budget.design} design), harness tasks: {harness_totals['cells']:,} of "
              f"{harness_totals['grid_size']:,} (instruction, item) cells "
              f"({harness_totals['cells'] / max(harness_totals['grid_size'], 1):.1%}) in {harness_totals['grids']} (task, placement) grid(s); "
-             f"{', '.join(budget.full_methods)} on every item" + _adaptive_words(budget, harness_totals))
+             f"{_full_words(budget)}" + _adaptive_words(budget, harness_totals))
 
     if harness and part:  # this shard's harness tasks: each is one chunk (one harness call), dealt like the plan's
         harness = part.select(harness)
@@ -438,6 +438,17 @@ def _least_items(plan: list[Variant], metadata: dict[str, dict[str, Any]], budge
     """The fewest items a budgeted instruction of the plan evaluates (now: an adaptive design's first slice)."""
     counts = [len(metadata[v.name][BUDGET_KEY]["items"]) for v in plan if v.entry.method not in budget.full_methods]
     return min(counts, default=0)
+
+
+def _full_words(budget: Budget) -> str:
+    """The plan line's words for ``--budget-full-methods``: which methods get every item.
+
+        >>> _full_words(Budget(0.1)), _full_words(Budget(0.1, full_methods=()))
+        ('null on every item', "no method on every item (--budget-full-methods ''): the null baseline is estimated too")
+    """
+    if budget.full_methods:
+        return f"{', '.join(budget.full_methods)} on every item"
+    return "no method on every item (--budget-full-methods ''): the null baseline is estimated too"
 
 
 def _adaptive_words(budget: Budget, totals: dict[str, Any]) -> str:

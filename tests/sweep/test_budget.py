@@ -203,9 +203,22 @@ def test_progress_lines_say_a_budgeted_score_is_on_its_cells(tmp_path, tiny_mode
     err = capsys.readouterr().err
     # null gets all 8 items; each generic instruction max(ceil(0.25 * 8), 2, ceil(8 / 2)) = 4
     assert ("budget 0.25 (seed 0, balanced design): 16 of 24 (instruction, item) cells (66.7%) in 1 (task, setting) "
-            "grid(s); every instruction >= 4 items") in err
+            "grid(s); every instruction >= 4 items, every item >= 1 instruction; null on every item") in err
     assert re.search(r"done instructeval_agnews__null__zs: acc_per_token=\d\.\d{3} \(", err)
     assert len(re.findall(r"done instructeval_agnews__generic-\d__zs: acc_per_token=\d\.\d{3} on 4 of 8 items \(", err)) == 2
+
+
+def test_the_plan_line_says_when_the_null_baseline_is_estimated_too(tmp_path, tiny_model_dir, tiny_data_dir):
+    lines: list[str] = []
+    run_sweep(model="hf", model_args=f"pretrained={tiny_model_dir},dtype=float32", tasks="agnews", methods="null,generic",
+              output=tmp_path, profile="quick", data_dir=str(tiny_data_dir), progress=False, echo=lines.append,
+              budget=Budget(0.25, min_items=2, full_methods=()), dry_run=True,
+              overrides={"instructions_per_method": 2, "test_sample": 8, "settings": ["zero_shot"]})
+    (plan_line,) = [line for line in lines if line.startswith("budget 0.25")]
+    # null is dealt its quota like the generic instructions: max(ceil(0.25 * 8), 2, ceil(8 / 3)) = 3 each
+    assert plan_line.startswith("budget 0.25 (seed 0, balanced design): 9 of 24 (instruction, item) cells")
+    assert plan_line.endswith("every item >= 1 instruction; no method on every item (--budget-full-methods ''): "
+                              "the null baseline is estimated too")
 
 
 def test_a_budgeted_variant_scores_its_cells_as_the_full_run_does(budgeted_sweep, tmp_path, tiny_model_dir, tiny_data_dir):
