@@ -46,7 +46,7 @@ from .bootstrap import rng_for
 from .issues import AggregationError, IssueLog
 from .records import VariantResult
 from .relative_gain import method_mean_gains
-from .samples import read_sample_targets
+from .samples import merge_targets, read_sample_targets
 
 BUDGET_KEY = "budget"
 QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
@@ -145,12 +145,13 @@ def _grid_cells(variants: Sequence[VariantResult], metric: str,
                              f"evaluated for this instruction by another variant of the grid", file=v.file, variant=v.name)
                 return None
             seen.update(recorded)
-            for doc_id, target in zip(doc_ids.tolist(), gold):
-                if targets.setdefault(doc_id, target) != target:
-                    issues.error("budget", f"{v.describe()}: item {doc_id} has gold answer {target!r} here but "
-                                 f"{targets[doc_id]!r} in another variant of the grid: samples of different data",
-                                 file=v.samples_path, variant=v.name)
-                    return None
+            clash = merge_targets(targets, doc_ids.tolist(), gold)
+            if clash:
+                doc_id, target, recorded_target = clash
+                issues.error("budget", f"{v.describe()}: item {doc_id} has gold answer {target!r} here but "
+                             f"{recorded_target!r} in another variant of the grid: samples of different data",
+                             file=v.samples_path, variant=v.name)
+                return None
             rows.append(np.full(len(doc_ids), i))
             cols.append(doc_ids)
             ys.append(values)

@@ -62,7 +62,7 @@ from .issues import IssueLog
 from .json_input import BadJson, parse_json_bytes
 from .leaderboard import kendall_tau_b, percentile_of
 from .loading import expand_paths, find_samples, label_from_pretrained, parse_model_args, results_stamp
-from .samples import read_sample_targets
+from .samples import merge_targets, read_sample_targets
 from .sensitivity_card import Measure, SensitivityCard, basic_interval, build_card
 from .sensitivity_measures import mean_square_components
 
@@ -454,12 +454,13 @@ def _budget_matrix(members: list[HarnessResult], issues: IssueLog, where: str,
             issues.warn("samples-docs", f"{where}: {r.task}__{r.instruction_id} scored rows outside its test_ids "
                         f"({unknown[:3]}); no estimates", r.samples_path)
             return None, {}
-        for doc, target in zip(doc_ids.tolist(), gold):
-            if targets.setdefault(position[int(doc)], target) != target:
-                issues.warn("samples-docs", f"{where}: row {doc} has gold answer {target!r} in "
-                            f"{r.task}__{r.instruction_id} but {targets[position[int(doc)]]!r} in another instruction's "
-                            "samples: samples of different data; no estimates", r.samples_path)
-                return None, {}
+        clash = merge_targets(targets, [position[int(d)] for d in doc_ids], gold)
+        if clash:
+            item, target, recorded_target = clash
+            issues.warn("samples-docs", f"{where}: row {ids[item]} has gold answer {target!r} in "
+                        f"{r.task}__{r.instruction_id} but {recorded_target!r} in another instruction's "
+                        "samples: samples of different data; no estimates", r.samples_path)
+            return None, {}
         Y[i, [position[int(d)] for d in doc_ids]] = values
     return Y, targets
 

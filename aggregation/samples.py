@@ -103,6 +103,21 @@ def read_sample_targets(path: str, metric: str, *, filter_name: str = "none") ->
             [row[3] for row in chosen])
 
 
+def merge_targets(targets: dict[int, str | None], items: Sequence[int],
+                  gold: Sequence[str | None]) -> tuple[int, str | None, str | None] | None:
+    """Record each item's gold answer in ``targets``; the first item whose answer differs from the one
+    already recorded, as ``(item, this answer, recorded answer)`` (samples of different data), else None.
+
+        >>> seen = {}
+        >>> merge_targets(seen, [0, 1], ["a", "b"]), merge_targets(seen, [1], ["c"])
+        (None, (1, 'c', 'b'))
+    """
+    for item, target in zip(items, gold):
+        if targets.setdefault(item, target) != target:
+            return item, target, targets[item]
+    return None
+
+
 def _sample_lines(path: str, metric: str, filter_name: str) -> list[tuple[int, float, float, str | None]]:
     """``(doc_id, value, gold_ll, target)`` per line of ``filter_name``, sorted by ``doc_id`` (checks of :func:`read_samples`)."""
     rows: dict[str, list[tuple[int, float, float, str | None]]] = {}

@@ -332,15 +332,13 @@ def saved_harness_cells(store: Any, variant: HarnessVariant, config: dict[str, A
     present = {row.get("filter", "none") for row in rows}
     first_filter = next((f for f in filters if f in present), None)
     position = {doc: k for k, doc in enumerate(variant.test_ids or [])}
-    cells = {position[int(row["doc_id"])]: float(row[metric]) for row in rows
-             if row.get("filter", "none") == first_filter and int(row["doc_id"]) in position}
+    kept = [row for row in rows if row.get("filter", "none") == first_filter and int(row["doc_id"]) in position]
+    cells = {position[int(row["doc_id"])]: float(row[metric]) for row in kept}
     if first_filter is None or len(cells) != len(variant.metadata[BUDGET_KEY]["items"]):
         raise UserError(f"{path}: its rows are not the cells {variant.name} was planned with; "
                         "remove the file and its results to evaluate it again")
     if targets is not None:
-        for row in rows:
-            if row.get("filter", "none") == first_filter and int(row["doc_id"]) in position:
-                targets[position[int(row["doc_id"])]] = target_text(row.get("target"))
+        targets.update({position[int(row["doc_id"])]: target_text(row.get("target")) for row in kept})
     return cells
 
 
