@@ -239,8 +239,12 @@ def estimate_grid(cells: Cells, *, n_boot: int, level: float, rng: np.random.Gen
 
 
 def _design_of(members: Sequence[VariantResult]) -> str:
-    """The ``--budget-design`` the grid's cells were dealt by (a record without one is uniform)."""
-    return ",".join(sorted({str(v.metadata[BUDGET_KEY].get("design", "uniform")) for v in members}))
+    """The ``--budget-design`` the grid's cells were dealt by (a record without one is uniform), and
+    the shares ``--budget-extend`` brought it to, e.g. ``balanced, extended to 0.25``."""
+    design = ",".join(sorted({str(v.metadata[BUDGET_KEY].get("design", "uniform")) for v in members}))
+    shares = sorted({float(v.metadata[BUDGET_KEY]["extend"]) for v in members
+                     if isinstance(v.metadata[BUDGET_KEY].get("extend"), (int, float))})
+    return design + "".join(f", extended to {share:g}" for share in shares)
 
 
 def estimate_budgeted(

@@ -10,7 +10,9 @@ full sweep (``--rebuild`` reruns the first cache's sweep, about 2 CPU-hours).
 For each budget (5, 10, 25% by default), design (uniform, balanced, adaptive) and seed, cells are
 chosen as ``instructeval run --budget F --budget-design D`` chooses them
 (``instructeval_tasks.sweep.budget``: ``assign_cells``; the adaptive first slice and
-``next_round_cells``), with ``--budget-min-items 1`` unless ``--min-items`` says otherwise (the
+``next_round_cells``); the design ``extended`` is ``instructeval run --budget E --budget-extend F``
+(E from ``--extend-from``, default 0.1: the balanced design's cells at E, then the extension's rounds
+to F; budgets at or below E are skipped for it), with ``--budget-min-items 1`` unless ``--min-items`` says otherwise (the
 budget alone sets each quota: the default minimum, 10 or 5 items, would turn 5% of 100 items into
 10% or make the balanced design deal uniform quotas), the aggregation's
 estimator is applied (``instructeval_aggregation.budgeted.estimate_grid``), and the estimates are
@@ -193,6 +195,8 @@ def choose_cells(grid: dict, key: str, fraction: float, seed: int, design: str, 
 
     y, names, _, _ = _matrix(grid)
     full = [name for name, row in zip(names, grid["rows"]) if row["method"] in full_methods]
+    if design == "extended":
+        return extended_cells(grid, key, fraction, seed, min_items=min_items, full_methods=full_methods)
     budget = Budget(fraction, seed=seed, min_items=min_items, full_methods=full_methods, design=design)
     first, target = grid_cells_of(names, grid["labels"], budget, key, full=full,
                                   methods=[row["method"] for row in grid["rows"]])
@@ -204,6 +208,32 @@ def choose_cells(grid: dict, key: str, fraction: float, seed: int, design: str, 
     for r in range(ADAPTIVE_ROUNDS):
         observed = {name: {j: y[i, j] for j in chosen[name]} for i, name in enumerate(names)}
         for name, items in next_round_cells(observed, methods, y.shape[1], target, ADAPTIVE_ROUNDS - r,
+                                            frozen=full, targets=targets).items():
+            chosen[name] = sorted(chosen[name] + items)
+    return chosen
+
+
+EXTEND_FROM = 0.1  # --extend-from: the share the design "extended" starts from
+
+
+def extended_cells(grid: dict, key: str, fraction: float, seed: int, *, min_items: int,
+                   full_methods: tuple[str, ...]) -> dict[str, list[int]]:
+    """The cells of ``instructeval run --budget EXTEND_FROM --budget-extend fraction`` (balanced design):
+    the design's cells at ``EXTEND_FROM``, then each of the extension's rounds fitted to every cell
+    chosen before it (``budget.budget_rounds``, ``round_target``, ``next_round_cells``)."""
+    from instructeval_tasks.sweep.budget import Budget, budget_rounds, next_round_cells, round_target
+
+    y, names, _, _ = _matrix(grid)
+    full = [name for name, row in zip(names, grid["rows"]) if row["method"] in full_methods]
+    methods = {name: row["method"] for name, row in zip(names, grid["rows"])}
+    chosen = {name: list(items) for name, items in choose_cells(grid, key, EXTEND_FROM, seed, "balanced", min_items=min_items,
+                                                               full_methods=full_methods).items()}
+    budget = Budget(EXTEND_FROM, seed=seed, min_items=min_items, full_methods=full_methods, extend_to=fraction)
+    targets = {} if grid.get("metric") == GENERATION_METRIC else dict(enumerate(grid["labels"]))
+    for budget_round in budget_rounds(budget):
+        target = round_target(budget, budget_round, list(methods.values()), y.shape[1], {})
+        observed = {name: {j: y[i, j] for j in chosen[name]} for i, name in enumerate(names)}
+        for name, items in next_round_cells(observed, methods, y.shape[1], target, budget_round.rounds_left,
                                             frozen=full, targets=targets).items():
             chosen[name] = sorted(chosen[name] + items)
     return chosen
@@ -281,7 +311,7 @@ def evaluate_grid(grid: dict, fraction: float, seed: int, n_draws: int, key: str
     row_methods = [methods[k] for k in method_of]
     contrasts = lambda values, draws: score_contrasts(values, truth, row_methods, [methods[k] for k in estimated], draws)  # noqa: E731
     model = dataclasses.replace(score(est.point, est.quantiles, est.replicates), **contrasts(est.point, est.replicates))
-    if design == "adaptive":
+    if design in ("adaptive", "extended"):  # the later rounds choose cells by their scores: the subset is biased
         return {"model": model}
     subset = np.array([y[i, chosen[name]].mean() for i, name in enumerate(names)])
     known = known_items_estimate(y, [chosen[name] for name in names])
@@ -406,6 +436,7 @@ def load_caches(paths: list[Path]) -> dict[str, dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    global EXTEND_FROM
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cache", type=Path, default=None,
                         help=f"one cache file (default: every {CACHES} in benchmarks/data)")
@@ -418,6 +449,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--min-items", type=int, default=1,
                         help="--budget-min-items of the draws (default 1: the budget alone sets each quota)")
     parser.add_argument("--full-methods", default="null", help="--budget-full-methods of the draws (default null)")
+    parser.add_argument("--extend-from", type=float, default=EXTEND_FROM,
+                        help="the --budget the design 'extended' starts from (default 0.1)")
     parser.add_argument("--simulated", action=argparse.BooleanOptionalAction, default=True,
                         help="also score the reference 'simulated' (grids redrawn from the full grid's fit; doubles "
                              "the time; default on)")
@@ -452,6 +485,7 @@ def main(argv: list[str] | None = None) -> int:
         grids = {k: grids[k] for k in args.grids.split(",")}
     budgets = [float(b) for b in args.budgets.split(",")]
     designs = [d for d in args.designs.split(",") if d]
+    EXTEND_FROM = args.extend_from
     full_methods = tuple(m for m in args.full_methods.split(",") if m)
     for path in paths:
         fp = json.loads(path.read_text(encoding="utf-8")).get("run_fingerprint") or {}
@@ -468,6 +502,8 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[tuple[float, str, str, str], list[Scores]] = {}
     for fraction in budgets:
         for design in designs:
+            if design == "extended" and fraction <= EXTEND_FROM:
+                continue
             for key in sorted(grids):
                 for seed in range(args.seeds):
                     scores = evaluate_grid(grids[key], fraction, seed, args.draws, key, design,

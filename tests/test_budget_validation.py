@@ -144,3 +144,19 @@ def test_the_harness_path_s_class_effects_predict_a_label_leaning_instruction_s_
                               for seed in range(3)] for flag in (False, True))
     assert np.mean([mae for mae, _ in with_classes]) < 0.5 * np.mean([mae for mae, _ in without])
     assert np.mean([sd for _, sd in with_classes]) < 0.5 * np.mean([sd for _, sd in without])
+
+
+def test_the_extended_design_keeps_its_first_cells_and_ends_at_the_design_s_cells_of_the_larger_share():
+    from budget_validation import choose_cells
+
+    from instructeval_tasks.sweep.budget import Budget, dealt_cells
+
+    rng = np.random.default_rng(4)
+    methods = ["null"] + ["generic"] * 4 + ["adhoc"] * 12
+    y = (rng.random((len(methods), 40)) < np.linspace(0.2, 0.9, 40)).astype(float)
+    grid = _grid(y, methods, [str(j % 2) for j in range(40)])
+    first = choose_cells(grid, "toy:zs", 0.1, 0, "balanced", min_items=1, full_methods=("null",))
+    extended = choose_cells(grid, "toy:zs", 0.3, 0, "extended", min_items=1, full_methods=("null",))
+    assert all(set(first[name]) <= set(extended[name]) for name in first)
+    assert sum(map(len, extended.values())) == dealt_cells(methods, 40, Budget(0.3, min_items=1))
+    assert len(extended["null/0"]) == 40  # the full method stays on every item, frozen in the rounds

@@ -95,6 +95,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "same share of items; adaptive: half the budget uniformly, the rest in two rounds to "
                              "the cells the item-response model is least sure of: better rankings, worse method "
                              "means (local executor)")
+    budget.add_argument("--budget-extend", dest="budget_extend", type=float, default=None, metavar="F2",
+                        help="bring a folder's budgeted grids (run with the same command and --budget F) to a share "
+                             "F2 > F of their cells, keeping every saved cell: the new ones in rounds to the cells "
+                             "the item-response model is least sure of (local executor)")
     group = parser.add_argument_group("protocol overrides (default: the profile's value)")
     group.add_argument("--num-fewshot", dest="num_fewshot", type=int)
     group.add_argument("--selections", dest="n_selections", type=int, help="demo selections (few-shot and selectional std)")
@@ -133,11 +137,11 @@ def run(args: argparse.Namespace) -> int:
             raise UserError("--budget needs the per-sample logs (the estimates are fitted to them): drop --no-log-samples")
         full = DEFAULT_FULL_METHODS if args.budget_full_methods is None else tuple(_str_list(args.budget_full_methods))
         budget = Budget(args.budget, seed=args.budget_seed, min_items=args.budget_min_items, full_methods=full,
-                        design=args.budget_design or DEFAULT_DESIGN)
+                        design=args.budget_design or DEFAULT_DESIGN, extend_to=args.budget_extend)
     elif (args.budget_seed or args.budget_min_items is not None or args.budget_full_methods is not None
-          or args.budget_design is not None):
-        raise UserError("--budget-seed, --budget-min-items, --budget-full-methods and --budget-design only apply "
-                        "with --budget F")
+          or args.budget_design is not None or args.budget_extend is not None):
+        raise UserError("--budget-seed, --budget-min-items, --budget-full-methods, --budget-design and --budget-extend "
+                        "only apply with --budget F")
     report = run_sweep(SweepOptions(
         model=args.model,
         model_args=args.model_args,

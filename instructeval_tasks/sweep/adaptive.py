@@ -14,6 +14,12 @@ The fit is deterministic, so rerunning the command re-derives every round from t
 resumes where an interruption stopped it. At the end a grid has as many cells as the uniform design
 at the same budget.
 
+``--budget-extend F`` (any design) adds rounds of the same kind after a grid's cells: ``EXTEND_ROUNDS``
+rounds bring it to the cells its design deals at ``F`` (``budget.round_target``), numbered on after
+the design's own rounds, their records saying ``extend: F`` (``budget.budget_rounds``). The cells
+already saved keep their records and fingerprints, so a folder run at ``--budget 0.1`` is extended
+in place, each extension after the earlier ones.
+
 Example (the rounds' names):
     >>> from instructeval_banks import BankEntry
     >>> v = Variant("agnews", BankEntry("generic-01", "Classify the news.", "generic", "agnews", 0), "zero_shot")
@@ -33,7 +39,7 @@ from ..errors import UserError
 from ..fingerprint import fingerprint
 from ..item_response import target_text
 from ..specs import get_spec
-from .budget import ADAPTIVE_ROUNDS, BUDGET_KEY, Budget, next_round_cells
+from .budget import BUDGET_KEY, Budget, BudgetRound, next_round_cells, round_record, round_target
 from .plan import Variant
 from .store import SweepStore
 
@@ -43,7 +49,7 @@ SAMPLE_METRICS = ("acc_per_token", "acc", "quasi_exact_match", "execution_accura
 
 
 def round_variant(variant: Variant, budget_round: int) -> Variant:
-    """``variant`` in round ``budget_round`` of an adaptive budget."""
+    """``variant`` in round ``budget_round`` of an adaptive budget or an extension."""
     return dataclasses.replace(variant, budget_round=budget_round)
 
 
@@ -69,9 +75,10 @@ def saved_cells(store: SweepStore, name: str, targets: dict[int, str | None] | N
     return {int(row["doc_id"]): float(row[metric]) for row in rows}
 
 
-def plan_round(budget_round: int, first: list[Variant], earlier: dict[str, list[Variant]],
+def plan_round(budget_round: BudgetRound, first: list[Variant], earlier: dict[str, list[Variant]],
                metadata: dict[str, dict[str, Any]], store: SweepStore, budget: Budget) -> dict[str, Variant]:
-    """Round ``budget_round``'s variant of each first-slice variant (of ``first``, all budgeted) that gets cells.
+    """The variant of ``budget_round`` (an adaptive design's round, or an extension's: ``budget.budget_rounds``)
+    of each first-slice variant (of ``first``, all budgeted) that gets cells.
 
     ``earlier[name]`` are the variants of a first-slice variant's earlier rounds (itself included);
     their cells are read back from ``store``. Adds the new variants' metadata to ``metadata``;
@@ -89,16 +96,17 @@ def plan_round(budget_round: int, first: list[Variant], earlier: dict[str, list[
                              for item, score in saved_cells(store, part.name, targets).items()}
                     for v in variants}
         frozen = [v.name for v in variants if v.entry.method in budget.full_methods]
-        chosen = next_round_cells(observed, {v.name: v.entry.method for v in variants}, record["n_items"],
-                                  record["grid_cells"], ADAPTIVE_ROUNDS - budget_round + 1, frozen=frozen,
-                                  targets=targets)
+        methods = {v.name: v.entry.method for v in variants}
+        target = round_target(budget, budget_round, list(methods.values()), record["n_items"], record)
+        chosen = next_round_cells(observed, methods, record["n_items"], target, budget_round.rounds_left,
+                                  frozen=frozen, targets=targets)
         for variant in variants:
             items = chosen.get(variant.name)
             if not items:
                 continue
-            later = round_variant(variant, budget_round)
+            later = round_variant(variant, budget_round.number)
             meta = copy.deepcopy(metadata[variant.name])
-            meta[BUDGET_KEY] = {**meta[BUDGET_KEY], "items": items, "round": budget_round}
+            meta[BUDGET_KEY] = round_record(meta[BUDGET_KEY], items, budget_round)
             meta["variant_fingerprint"] = fingerprint({"first": metadata[variant.name]["variant_fingerprint"],
                                                        BUDGET_KEY: meta[BUDGET_KEY]})
             metadata[later.name] = meta

@@ -67,6 +67,7 @@ DEFAULT_DESIGN = "balanced"
 ADAPTIVE_FIRST_SHARE = 0.5  # of the budget, dealt uniformly before the model chooses
 ADAPTIVE_ROUNDS = 2
 ADAPTIVE_FIRST_DESIGN = "uniform"  # how the first slice is dealt
+EXTEND_ROUNDS = 2  # rounds of an extension (--budget-extend), each fitted to every cell saved before it
 
 
 class BudgetError(UserError, ValueError):
@@ -83,6 +84,10 @@ class Budget:
     min_items: int | None = None
     full_methods: tuple[str, ...] = DEFAULT_FULL_METHODS
     design: str = DEFAULT_DESIGN
+    # --budget-extend: the share each grid is brought to after the design's cells, in rounds where the
+    # model is least sure (``extension_targets``); not part of the cells' records (``as_dict``), so the
+    # saved cells of the folder's --budget keep their fingerprints
+    extend_to: float | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "full_methods", tuple(self.full_methods))
@@ -96,6 +101,11 @@ class Budget:
             raise BudgetError(f"--budget-seed {self.seed!r}: expected an integer >= 0")
         if isinstance(self.min_items, bool) or not isinstance(self.min_items, int) or self.min_items < 1:
             raise BudgetError(f"--budget-min-items {self.min_items!r}: expected an integer >= 1")
+        if self.extend_to is not None and (isinstance(self.extend_to, bool) or not isinstance(self.extend_to, (int, float))
+                                           or not self.fraction < self.extend_to <= 1):
+            raise BudgetError(f"--budget-extend {self.extend_to!r}: expected a share above --budget {self.fraction:g} "
+                              f"and at most 1, e.g. --budget {self.fraction:g} --budget-extend "
+                              f"{min(1.0, round(self.fraction * 2.5, 3)):g}")
 
     def quota(self, n_items: int, n_instructions: int) -> int:
         """Items per instruction: ``min(n, max(ceil(F * n), min_items, ceil(n / m)))``.
@@ -121,6 +131,7 @@ class Budget:
 
     def as_dict(self) -> dict[str, Any]:
         record = {**asdict(self), "full_methods": list(self.full_methods)}
+        del record["extend_to"]
         if self.design == "uniform":  # the records of uniform budgets stay as they were before designs existed
             del record["design"]
         return record
@@ -204,6 +215,25 @@ def balanced_quotas(methods: Sequence[str], n_items: int, budget: Budget) -> lis
             quotas[i] += 1
             extra -= 1
     return quotas
+
+
+def dealt_cells(methods: Sequence[str], n_items: int, budget: Budget) -> int:
+    """The cells ``budget``'s quotas give a grid of ``n_items`` items whose instructions are of
+    ``methods``: ``n_items`` for each instruction of a full method, plus the other instructions'
+    quotas (``balanced_quotas`` under the balanced design, ``Budget.quota`` each under the uniform and
+    adaptive ones: the adaptive design ends with the uniform one's cells). ``assign_cells`` deals
+    exactly these unless a class has more items than its share of the quotas (those join the
+    emptiest instruction).
+
+    Example (null on all 100 items, 50 instructions at 10%):
+        >>> dealt_cells(["null"] + ["generic"] * 5 + ["adhoc"] * 45, 100, Budget(0.1))
+        600
+    """
+    full = sum(1 for method in methods if method in budget.full_methods)
+    rest = [method for method in methods if method not in budget.full_methods]
+    if budget.design == "balanced":
+        return full * n_items + sum(balanced_quotas(rest, n_items, budget))
+    return full * n_items + len(rest) * budget.quota(n_items, len(rest))
 
 
 def assign_cells(
@@ -290,6 +320,62 @@ def grid_cells_of(instructions: Sequence[str], labels: Sequence[Hashable], budge
         return first, sum(map(len, first.values()))
     uniform = assign_cells(instructions, labels, replace(budget, design="uniform"), grid, full=full)
     return first, sum(map(len, uniform.values()))
+
+
+@dataclass(frozen=True)
+class BudgetRound:
+    """One round of cells after a grid's first ones (see ``budget_rounds``)."""
+
+    number: int  # in the grid: the variants ``<name>__r<number>``, ``budget.round`` in their records
+    extend: float | None  # the share an extension brings the grid to; None: an adaptive design's own round
+    step: int  # its place in its stage (the adaptive rounds, or one extension's), from 1
+    steps: int  # the rounds of its stage: round ``step`` takes 1 / (steps - step + 1) of the cells left
+
+    @property
+    def rounds_left(self) -> int:
+        return self.steps - self.step + 1
+
+
+def budget_rounds(budget: Budget, saved_extensions: Sequence[float] = (), where: str = "the output folder") -> list[BudgetRound]:
+    """The rounds a budgeted grid gets after its first cells, numbered on from 1: the adaptive
+    design's ``ADAPTIVE_ROUNDS``, then ``EXTEND_ROUNDS`` for each extension up to ``extend_to`` --
+    first those the folder already holds (``saved_extensions``, re-derived from the saved cells, as
+    a resumed adaptive design's rounds are), then the one asked for. A saved extension beyond the one
+    asked is refused: the asked one would plan other cells after the same saved ones.
+
+    Example (a balanced folder extended to 0.25 before, now to 0.5):
+        >>> [(r.number, r.extend, r.step) for r in budget_rounds(Budget(0.1, extend_to=0.5), [0.25])]
+        [(1, 0.25, 1), (2, 0.25, 2), (3, 0.5, 1), (4, 0.5, 2)]
+    """
+    rounds = [BudgetRound(r, None, r, ADAPTIVE_ROUNDS) for r in range(1, ADAPTIVE_ROUNDS + 1)] if budget.design == "adaptive" else []
+    if budget.extend_to is None:
+        return rounds
+    beyond = sorted(share for share in set(saved_extensions) if share > budget.extend_to)
+    if beyond:
+        raise BudgetError(f"{where} holds grids extended to {beyond[-1]:g} (--budget-extend {beyond[-1]:g}); "
+                          f"--budget-extend {budget.extend_to:g} would plan other cells after the same saved ones. "
+                          f"Resume with --budget-extend {beyond[-1]:g} (or more)")
+    for share in sorted({s for s in saved_extensions if s < budget.extend_to} | {budget.extend_to}):
+        rounds += [BudgetRound(len(rounds) + step, share, step, EXTEND_ROUNDS) for step in range(1, EXTEND_ROUNDS + 1)]
+    return rounds
+
+
+def round_target(budget: Budget, budget_round: BudgetRound, methods: Sequence[str], n_items: int, record: Mapping[str, Any]) -> int:
+    """The grid's cells at the end of ``budget_round``'s stage: the adaptive design's total
+    (``record["grid_cells"]``, its first-slice record) or, for an extension, the cells the design
+    deals at the extension's share (``dealt_cells``)."""
+    if budget_round.extend is None:
+        return int(record["grid_cells"])
+    return dealt_cells(methods, n_items, replace(budget, fraction=budget_round.extend, extend_to=None))
+
+
+def round_record(record: Mapping[str, Any], items: list[int], budget_round: BudgetRound) -> dict[str, Any]:
+    """A later round's ``budget`` record: its first-slice variant's, with the round's items, its
+    number and, for an extension, the share it extends the grid to (``extend``)."""
+    out = {**record, "items": items, "round": budget_round.number}
+    if budget_round.extend is not None:
+        out["extend"] = budget_round.extend
+    return out
 
 
 def next_round_cells(

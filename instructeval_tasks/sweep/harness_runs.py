@@ -30,7 +30,8 @@ and runs the requests of its cells only, so a cell's request is the full grid's.
 placement) at a time, and add cells where it is least sure, as ``adaptive.plan_round`` does for
 the nine tasks: a round's cells of an instruction are a variant ``<name>__r<round>`` (one harness
 call per task and round). Those later cells follow each model's and placement's own scores, so
-only the first slice is paired across placements and models.
+only the first slice is paired across placements and models. ``--budget-extend`` adds its rounds
+the same way, after the design's cells.
 
 Example:
     >>> from instructeval_banks import load_bank
@@ -65,7 +66,8 @@ from ..harness.tasks import (
 from instructeval_banks.schema import known_tasks
 from ..item_response import target_text
 from .adaptive import saved_rows
-from .budget import ADAPTIVE_ROUNDS, BUDGET_KEY, Budget, budget_record, grid_cells_of, next_round_cells
+from .budget import (BUDGET_KEY, Budget, BudgetRound, budget_record, dealt_cells, grid_cells_of, next_round_cells,
+                     round_record, round_target)
 from .plan import fingerprint, sample_bank_entries
 
 DOC_IDS = "eval row"
@@ -286,31 +288,42 @@ def quiet_harness() -> Iterator[None]:
 
 
 def budget_totals(variants: list[HarnessVariant], budget: Budget) -> dict[str, Any]:
-    """The harness grids' cells under ``budget``: ``{"grids", "cells", "grid_size"}``."""
+    """The harness grids' cells under ``budget``: ``{"grids", "cells", "grid_size"}`` (and, with
+    ``--budget-extend``, ``extend_to`` and ``extend_cells``: the cells the extension brings them to)."""
     grids: dict[str, tuple[int, int]] = {}
+    methods: dict[str, list[str]] = {}
+    n_items: dict[str, int] = {}
     for v in variants:  # each placement is a grid of its own here (the cells are the same in all)
         record = v.metadata[BUDGET_KEY]
-        grids[f"{v.task}:{v.num_fewshot}:{v.placement}"] = (record["grid_cells"], record["grid_size"])
+        key = f"{v.task}:{v.num_fewshot}:{v.placement}"
+        grids[key] = (record["grid_cells"], record["grid_size"])
+        methods.setdefault(key, []).append(v.method)
+        n_items[key] = record["n_items"]
     totals = {**budget.as_dict(), "grids": len(grids), "cells": sum(c for c, _ in grids.values()),
               "grid_size": sum(s for _, s in grids.values())}
     if budget.design == "adaptive":
         totals["first_cells"] = sum(len(v.metadata[BUDGET_KEY]["items"]) for v in variants)
+    if budget.extend_to is not None:
+        extended = dataclasses.replace(budget, fraction=budget.extend_to, extend_to=None)
+        totals.update(extend_to=budget.extend_to, extend_cells=sum(
+            max(cells, dealt_cells(methods[key], n_items[key], extended)) for key, (cells, _) in grids.items()))
     return totals
 
 
-def round_variant(variant: HarnessVariant, budget_round: int, items: list[int]) -> HarnessVariant:
-    """``variant``'s cells ``items`` (positions in its ``test_ids``) in round ``budget_round`` of an adaptive budget.
+def round_variant(variant: HarnessVariant, budget_round: BudgetRound, items: list[int]) -> HarnessVariant:
+    """``variant``'s cells ``items`` (positions in its ``test_ids``) in ``budget_round`` (of an adaptive
+    budget or an extension).
 
         >>> v = HarnessVariant("boolq__generic-0", "boolq", 0, "generic", None, "description",
         ...                    {"budget": {"items": [0, 4], "round": 0}, "variant_fingerprint": "f"})
-        >>> later = round_variant(v, 1, [2])
+        >>> later = round_variant(v, BudgetRound(1, None, 1, 2), [2])
         >>> later.name, later.metadata["budget"], later.chunk
         ('boolq__generic-0__r1', {'items': [2], 'round': 1}, 'harness__boolq')
     """
     meta = copy.deepcopy(variant.metadata)
-    meta[BUDGET_KEY] = {**meta[BUDGET_KEY], "items": items, "round": budget_round}
+    meta[BUDGET_KEY] = round_record(meta[BUDGET_KEY], items, budget_round)
     meta["variant_fingerprint"] = fingerprint({"first": variant.fingerprint, BUDGET_KEY: meta[BUDGET_KEY]})
-    return dataclasses.replace(variant, name=f"{variant.name}__r{budget_round}", metadata=meta)
+    return dataclasses.replace(variant, name=f"{variant.name}__r{budget_round.number}", metadata=meta)
 
 
 def primary_sample_metric(config: dict[str, Any], row: dict[str, Any]) -> str | None:
@@ -342,14 +355,16 @@ def saved_harness_cells(store: Any, variant: HarnessVariant, config: dict[str, A
     return cells
 
 
-def plan_harness_round(budget_round: int, first: list[HarnessVariant], earlier: dict[str, list[HarnessVariant]],
+def plan_harness_round(budget_round: BudgetRound, first: list[HarnessVariant], earlier: dict[str, list[HarnessVariant]],
                        store: Any, budget: Budget, configs: dict[str, dict]) -> dict[str, HarnessVariant]:
-    """Round ``budget_round``'s variant of each first-slice variant (``first``: every harness variant of
-    the run) that gets cells, keyed by its first-slice variant's name; ``earlier[name]``: the
-    variant's earlier rounds (itself included), their cells read back from ``store``.
+    """The variant of ``budget_round`` (an adaptive design's round, or an extension's) of each
+    first-slice variant (``first``: every harness variant of the run) that gets cells, keyed by its
+    first-slice variant's name; ``earlier[name]``: the variant's earlier rounds (itself included),
+    their cells read back from ``store``.
 
-    Each (task, n-shot, placement) is a grid of its own here; its target is the uniform design's
-    cells of one placement (``grid_cells``). On a multiple-choice task the fit gives each gold answer
+    Each (task, n-shot, placement) is a grid of its own here; an adaptive round's target is the
+    uniform design's cells of one placement (``grid_cells``), an extension's the design's cells at
+    its share (``budget.round_target``). On a multiple-choice task the fit gives each gold answer
     its own instruction effects (the samples' ``target``), as the report's fit does.
     """
     groups: dict[tuple, list[HarnessVariant]] = {}
@@ -358,14 +373,14 @@ def plan_harness_round(budget_round: int, first: list[HarnessVariant], earlier: 
     new: dict[str, HarnessVariant] = {}
     for (task, _, _), variants in sorted(groups.items()):
         record = variants[0].metadata[BUDGET_KEY]
-        target = record["grid_cells"]
+        target = round_target(budget, budget_round, [v.method for v in variants], record["n_items"], record)
         targets: dict[int, str | None] | None = {} if configs[task].get("output_type") == "multiple_choice" else None
         observed = {v.name: {item: score for part in earlier[v.name]
                              for item, score in saved_harness_cells(store, part, configs[task], targets).items()}
                     for v in variants}
         frozen = [v.name for v in variants if v.method in budget.full_methods]
         chosen = next_round_cells(observed, {v.name: v.method for v in variants}, record["n_items"], target,
-                                  ADAPTIVE_ROUNDS - budget_round + 1, frozen=frozen, targets=targets)
+                                  budget_round.rounds_left, frozen=frozen, targets=targets)
         for variant in variants:
             if chosen.get(variant.name):
                 new[variant.name] = round_variant(variant, budget_round, chosen[variant.name])

@@ -23,7 +23,7 @@ import logging
 import os
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -37,7 +37,7 @@ from .identity import RUN_FINGERPRINT_KEY, for_task, run_fingerprint
 from .plan import MODEL_ARG_KEYS, Variant, build_plan, fingerprint
 from .profiles import Profile, get_profile
 from .adaptive import SAMPLE_METRICS, plan_round
-from .budget import ADAPTIVE_ROUNDS, BUDGET_KEY, Budget, budget_record, grid_cells_of
+from .budget import ADAPTIVE_ROUNDS, BUDGET_KEY, EXTEND_ROUNDS, Budget, BudgetRound, budget_record, budget_rounds, dealt_cells, grid_cells_of
 from .chunk import (
     PATH_KEY,
     ChunkJob,
@@ -124,13 +124,16 @@ def apply_budget(plan: list[Variant], metadata: dict[str, dict[str, Any]], class
     grids: dict[str, list[Variant]] = {}
     for variant in plan:
         grids.setdefault(variant.grid, []).append(variant)
-    cells = size = first_cells = 0
+    cells = size = first_cells = extend_cells = 0
     for grid, variants in grids.items():
         labels = classes[variants[0].task]
         full = [v.name for v in variants if v.entry.method in budget.full_methods]
         chosen, grid_cells = grid_cells_of([v.name for v in variants], labels, budget, grid, full=full,
                                             methods=[v.entry.method for v in variants])
         cells += grid_cells
+        if budget.extend_to is not None:
+            extend_cells += max(grid_cells, dealt_cells([v.entry.method for v in variants], len(labels),
+                                                        replace(budget, fraction=budget.extend_to, extend_to=None)))
         first_cells += sum(map(len, chosen.values()))
         size += len(labels) * len(variants)
         for variant in variants:
@@ -141,6 +144,8 @@ def apply_budget(plan: list[Variant], metadata: dict[str, dict[str, Any]], class
     totals = {**budget.as_dict(), "grids": len(grids), "cells": cells, "grid_size": size}
     if budget.design == "adaptive":
         totals["first_cells"] = first_cells
+    if budget.extend_to is not None:
+        totals.update(extend_to=budget.extend_to, extend_cells=extend_cells)
     return totals
 
 
@@ -215,11 +220,14 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
     runner = make_executor(executor, workers=workers, ray_address=ray_address, worker_resources=worker_resources, lm=lm)
     part = ShardSpec.parse(shard)
     adaptive = budget is not None and budget.design == "adaptive"
-    if adaptive and (executor != "local" or part):
-        raise UserError("--budget-design adaptive runs on the local executor, without --shard: each round is "
+    # rounds of cells chosen from the scores of the earlier ones: an adaptive design's, an extension's
+    rounds_option = "--budget-design adaptive" if adaptive else "--budget-extend"
+    has_rounds = adaptive or (budget is not None and budget.extend_to is not None)
+    if has_rounds and (executor != "local" or part):
+        raise UserError(f"{rounds_option} runs on the local executor, without --shard: each round is "
                         "chosen from the scores of all earlier ones")
-    if adaptive and not log_samples:
-        raise UserError("--budget-design adaptive needs the per-sample logs (drop --no-log-samples): each round is "
+    if has_rounds and not log_samples:
+        raise UserError(f"{rounds_option} needs the per-sample logs (drop --no-log-samples): each round is "
                         "chosen from the scores of the earlier ones")
     if lm is None:
         check_backend(model)
@@ -291,6 +299,8 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
              f"(task, setting) grid(s); every instruction >= {_least_items(plan, metadata, budget)} "
              f"items, every item >= 1 instruction; {_full_words(budget)}"
              + _adaptive_words(budget, budget_totals))
+        if budget.extend_to is not None:
+            echo(_extend_words(budget, budget_totals))
 
     harness_totals = None
     if harness and budget is not None:
@@ -301,6 +311,8 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
              f"{harness_totals['grid_size']:,} (instruction, item) cells "
              f"({harness_totals['cells'] / max(harness_totals['grid_size'], 1):.1%}) in {harness_totals['grids']} (task, placement) grid(s); "
              f"{_full_words(budget)}" + _adaptive_words(budget, harness_totals))
+        if budget.extend_to is not None:
+            echo(_extend_words(budget, harness_totals, what=", harness tasks"))
 
     if harness and part:  # this shard's harness tasks: each is one chunk (one harness call), dealt like the plan's
         harness = part.select(harness)
@@ -385,7 +397,7 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
             if plan or not harness:  # a run of harness tasks only has no InstructEval variant to count
                 echo(f"{what} variants planned, {len(mine) - len(pending)} already done, {len(pending)} to run -> {store.root}")
             announce_stock()
-            if not pending and not stock_pending and not harness_pending and not adaptive:
+            if not pending and not stock_pending and not harness_pending and not has_rounds:
                 report.seconds = time.monotonic() - start
                 return report
 
@@ -406,6 +418,7 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
                                       log_samples=log_samples, write=echo)
             if adaptive and (pending or harness_pending) and runner.lm is None:  # one model load for all rounds
                 runner.lm = spec.load()
+            schedule = budget_rounds(budget, store.saved_extensions(), str(store.root)) if has_rounds else []
             jobs = chunk_jobs(pending, metadata)
             if harness_pending:  # lm-eval's own tasks, instructed: one job per task, on the same executor
                 from .harness_runs import harness_jobs
@@ -414,18 +427,18 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
             if jobs or stock_pending:
                 _evaluate_pending(runner, jobs, spec, prof, store, report, planned=planned,
                                   log_samples=log_samples, progress=progress, echo=echo, stock=stock)
-            rounds = dict(budget=budget, spec=spec, prof=prof, store=store, report=report, planned=planned,
-                          log_samples=log_samples, progress=progress, echo=echo)
-            if adaptive and mine:
-                _adaptive_rounds(runner, mine, lambda r, earlier: plan_round(r, mine, earlier, metadata, store, budget),
-                                 lambda variants: chunk_jobs(variants, metadata), lambda v: metadata[v.name], **rounds)
-            if adaptive and harness:
+            rounds = dict(schedule=schedule, budget=budget, spec=spec, prof=prof, store=store, report=report,
+                          planned=planned, log_samples=log_samples, progress=progress, echo=echo)
+            if schedule and mine:
+                _budget_rounds(runner, mine, lambda r, earlier: plan_round(r, mine, earlier, metadata, store, budget),
+                               lambda variants: chunk_jobs(variants, metadata), lambda v: metadata[v.name], **rounds)
+            if schedule and harness:
                 from .harness_runs import harness_jobs, plan_harness_round
 
-                _adaptive_rounds(runner, harness,
-                                 lambda r, earlier: plan_harness_round(r, harness, earlier, store, budget, harness_configs),
-                                 lambda variants: harness_jobs(variants, harness_configs, data_dir),
-                                 lambda v: v.metadata, what=" (harness tasks)", **rounds)
+                _budget_rounds(runner, harness,
+                               lambda r, earlier: plan_harness_round(r, harness, earlier, store, budget, harness_configs),
+                               lambda variants: harness_jobs(variants, harness_configs, data_dir),
+                               lambda v: v.metadata, what=" (harness tasks)", **rounds)
     except UserError:  # e.g. the model cannot load: leave no empty folder behind
         store.remove_if_unused(created)
         raise
@@ -451,6 +464,14 @@ def _full_words(budget: Budget) -> str:
     return "no method on every item (--budget-full-methods ''): the null baseline is estimated too"
 
 
+def _extend_words(budget: Budget, totals: dict[str, Any], what: str = "") -> str:
+    """The plan line of ``--budget-extend``: the cells the extension brings the grids to."""
+    cells, size = totals["extend_cells"], max(totals["grid_size"], 1)
+    return (f"budget extension to {budget.extend_to:g}{what}: the grids brought to the {budget.design} design's cells at "
+            f"{budget.extend_to:g}, {cells:,} of {size:,} ({cells / size:.1%}), keeping every saved cell; the new "
+            f"ones in {EXTEND_ROUNDS} rounds to the cells the item-response model is least sure of")
+
+
 def _adaptive_words(budget: Budget, totals: dict[str, Any]) -> str:
     """The plan line's tail for an adaptive budget: how many cells the first slice takes."""
     if budget.design != "adaptive":
@@ -460,11 +481,13 @@ def _adaptive_words(budget: Budget, totals: dict[str, Any]) -> str:
     return f"; adaptive: {totals['first_cells']:,} now, the rest in {ADAPTIVE_ROUNDS} rounds"
 
 
-def _adaptive_rounds(runner: Any, first: list, plan_next: Callable[[int, dict[str, list]], dict[str, Any]],
-                     jobs_of: Callable[[list], list], metadata_of: Callable[[Any], dict[str, Any]], budget: Budget, spec: ModelSpec, prof: Profile, store: SweepStore, report: SweepReport, *,
-                     planned: dict[str, str], log_samples: bool, progress: bool, echo: Callable[[str], None],
-                     what: str = "") -> None:
-    """The later rounds of an adaptive budget (``adaptive``), each once the earlier ones are saved.
+def _budget_rounds(runner: Any, first: list, plan_next: Callable[[BudgetRound, dict[str, list]], dict[str, Any]],
+                   jobs_of: Callable[[list], list], metadata_of: Callable[[Any], dict[str, Any]], schedule: list[BudgetRound],
+                   budget: Budget, spec: ModelSpec, prof: Profile, store: SweepStore, report: SweepReport, *,
+                   planned: dict[str, str], log_samples: bool, progress: bool, echo: Callable[[str], None],
+                   what: str = "") -> None:
+    """The rounds of ``schedule`` (an adaptive design's, then the extensions': ``budget.budget_rounds``),
+    each once the earlier ones are saved.
 
     ``plan_next(round, earlier)`` gives the round's variants keyed by their first-slice variant
     (``adaptive.plan_round`` for the nine tasks, ``harness_runs.plan_harness_round`` for harness
@@ -472,7 +495,7 @@ def _adaptive_rounds(runner: Any, first: list, plan_next: Callable[[int, dict[st
     and budget cells).
     """
     earlier = {v.name: [v] for v in first}
-    for budget_round in range(1, ADAPTIVE_ROUNDS + 1):
+    for budget_round in schedule:
         later = plan_next(budget_round, earlier)
         for name, variant in later.items():
             earlier[name].append(variant)
@@ -483,8 +506,9 @@ def _adaptive_rounds(runner: Any, first: list, plan_next: Callable[[int, dict[st
                               budget=budget.as_dict())
         pending = [v for v in variants if v.name not in done]
         cells = sum(len(metadata_of(v)[BUDGET_KEY]["items"]) for v in variants)
-        echo(f"adaptive round {budget_round} of {ADAPTIVE_ROUNDS}{what}: {cells:,} more cells for {len(variants)} "
-             f"instruction(s), {len(pending)} variant(s) to run")
+        stage = (f"adaptive round {budget_round.step} of {ADAPTIVE_ROUNDS}" if budget_round.extend is None
+                 else f"extension to {budget_round.extend:g}, round {budget_round.step} of {EXTEND_ROUNDS}")
+        echo(f"{stage}{what}: {cells:,} more cells for {len(variants)} instruction(s), {len(pending)} variant(s) to run")
         report.planned += len(variants)
         report.skipped += len(variants) - len(pending)
         if pending:

@@ -207,6 +207,15 @@ class SweepStore:
                 if name in (data.get("results") or {}):
                     yield path, name, (cfg.get("metadata") or {})
 
+    def saved_extensions(self) -> list[float]:
+        """The shares of the ``--budget-extend`` rounds saved here (their ``budget.extend``), sorted."""
+        shares = set()
+        for _, _, meta in self.saved_variants():
+            budget = meta.get("budget")
+            if isinstance(budget, dict) and isinstance(budget.get("extend"), (int, float)):
+                shares.add(float(budget["extend"]))
+        return sorted(shares)
+
     def finished(self, chunk: str | None = None) -> dict[str, str]:
         """``{variant name: fingerprint}`` of every variant in a readable results file (of ``chunk``'s only)."""
         done: dict[str, str] = {}
@@ -259,6 +268,7 @@ class SweepStore:
                 f"{self.root} holds {clashes[0]} (and {len(clashes) - 1} more planned variant(s)) computed with "
                 f"{saved_words}; this run asks for {asked_words}: budgeted and full results "
                 f"are different protocols. Use another --output, or rerun with the same budget"
+                + _extend_hint(saved_budget, budget)
             )
         if isinstance(saved_budget, dict) and saved_budget.get("round"):
             raise SweepStoreError(
@@ -306,6 +316,18 @@ class SweepStore:
 # without "design" is a uniform one (written before there were designs)
 _BUDGET_OPTIONS = (("design", "--budget-design", "uniform"), ("min_items", "--budget-min-items", None),
                    ("full_methods", "--budget-full-methods", None))
+
+
+def _extend_hint(saved: Any, asked: Any) -> str:
+    """The conflict message's tail when the run asks a larger share than the folder's, all else equal:
+    ``--budget-extend`` adds the cells, keeping the saved ones."""
+    if not isinstance(saved, dict) or not isinstance(asked, dict):
+        return ""
+    share, wanted = saved.get("fraction"), asked.get("fraction")
+    same = all(saved.get(key) == asked.get(key) for key in ("seed", "design", "min_items", "full_methods"))
+    if not (same and isinstance(share, (int, float)) and isinstance(wanted, (int, float)) and share < wanted):
+        return ""
+    return f" (to add cells to these grids keeping the saved ones: --budget {share:g} --budget-extend {wanted:g})"
 
 
 def _budget_words(budget: Any, other: Any = None) -> str:

@@ -395,3 +395,77 @@ def test_adaptive_rounds_share_cells_among_methods_as_the_balanced_design_does()
     assert sum(per.values()) == 200
     # a method's share goes as the square root of its instruction count: 2 against 8 is 1 to 2
     assert per["big"] / per["small"] == pytest.approx(2.0, abs=0.1)
+
+
+def test_budget_extend_brings_a_saved_budgeted_folder_to_a_larger_share_keeping_its_cells(tmp_path, tiny_model_dir,
+                                                                                            tiny_data_dir):
+    from instructeval_tasks.sweep.budget import dealt_cells
+
+    kwargs = dict(model="hf", model_args=f"pretrained={tiny_model_dir},dtype=float32", tasks="agnews", methods="null,generic",
+                  profile="quick", data_dir=str(tiny_data_dir), progress=False, output=tmp_path / "a",
+                  overrides={"instructions_per_method": 5, "test_sample": 8, "settings": ["zero_shot"]})
+    base = run_sweep(budget=Budget(0.25, min_items=1), **kwargs)
+    saved = _variants(tmp_path / "a")
+    assert base.evaluated == 6 and sum(len(v["meta"]["budget"]["items"]) for v in saved.values()) == 8 + 5 * 2
+
+    lines: list[str] = []
+    extended = run_sweep(budget=Budget(0.25, min_items=1, extend_to=0.5), echo=lines.append, **kwargs)
+    variants = _variants(tmp_path / "a")
+    rounds = {n: v for n, v in variants.items() if n not in saved}
+    for name, v in saved.items():  # the saved cells are kept as they were
+        assert variants[name]["meta"] == v["meta"]
+    assert extended.evaluated == len(rounds) > 0 and extended.skipped == 6
+    assert {v["meta"]["budget"]["extend"] for v in rounds.values()} == {0.5}
+    assert {v["meta"]["budget"]["round"] for v in rounds.values()} <= {1, 2} and not any("null" in n for n in rounds)
+
+    def cells_of(found: dict[str, dict]) -> dict[str, set]:
+        cells: dict[str, set] = collections.defaultdict(set)
+        for name, v in found.items():
+            items = set(v["meta"]["budget"]["items"])
+            assert not cells[name.split("__r")[0]] & items  # no cell is evaluated twice
+            cells[name.split("__r")[0]] |= items
+        return cells
+
+    # the grid ends with the balanced design's cells at 0.5: null on 8 items, 5 generic x 4
+    methods = ["null"] + ["generic"] * 5
+    assert sum(map(len, cells_of(variants).values())) == dealt_cells(methods, 8, Budget(0.5, min_items=1)) == 28
+    assert any(line.startswith("budget extension to 0.5: the grids brought to the balanced design's cells at 0.5, 28 of 48")
+               for line in lines), lines
+    assert any(line.startswith("extension to 0.5, round 1 of 2:") for line in lines), lines
+    assert extended.plan["budget"]["extend_cells"] == 28
+
+    assert run_sweep(budget=Budget(0.25, min_items=1, extend_to=0.5), **kwargs).evaluated == 0  # re-derived
+    assert run_sweep(budget=Budget(0.25, min_items=1), **kwargs).evaluated == 0  # a plain resume keeps them
+
+    further = run_sweep(budget=Budget(0.25, min_items=1, extend_to=0.75), **kwargs)  # 0.5's rounds first, then 0.75's
+    later = {n: v for n, v in _variants(tmp_path / "a").items() if n not in variants}
+    assert further.evaluated == len(later) > 0 and {v["meta"]["budget"]["round"] for v in later.values()} <= {3, 4}
+    assert {v["meta"]["budget"]["extend"] for v in later.values()} == {0.75}
+    assert sum(map(len, cells_of(_variants(tmp_path / "a")).values())) == 8 + 5 * 6
+
+    with pytest.raises(BudgetError, match=r"holds grids extended to 0\.75 .*Resume with --budget-extend 0\.75"):
+        run_sweep(budget=Budget(0.25, min_items=1, extend_to=0.5), **kwargs)
+    # asking the larger share as --budget names the option that keeps the cells
+    with pytest.raises(SweepStoreError, match=r"--budget 0\.25 --budget-extend 0\.5\)"):
+        run_sweep(budget=Budget(0.5, min_items=1), **kwargs)
+
+    from instructeval_aggregation import aggregate, load_runs
+
+    result = aggregate(load_runs([tmp_path / "a"]), n_boot=0, irt_boot=20)
+    grid = result.budget.grids.iloc[0]
+    assert grid["observed_cells"] == 38 and grid["n_instructions"] == 6
+    assert grid["design"] == "balanced, extended to 0.5, extended to 0.75"
+    assert len(result.budget.instructions) == 6
+
+
+def test_budget_extend_is_checked_before_anything_runs(tmp_path):
+    for args, message in [
+        (["--budget", "0.25", "--budget-extend", "0.1"], "--budget-extend 0.1: expected a share above --budget 0.25 and at most 1"),
+        (["--budget-extend", "0.5"], "only apply with --budget F"),
+        (["--budget", "0.1", "--budget-extend", "0.25", "--shard", "0/2"], "--budget-extend runs on the local executor, without --shard"),
+    ]:
+        proc = subprocess.run([sys.executable, "-m", "instructeval_tasks.cli", "run", "--model", "hf", "--tasks", "agnews",
+                               "--output", str(tmp_path / "o"), *args], capture_output=True, text=True)
+        assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+        assert message in proc.stderr
+    assert not (tmp_path / "o").exists()

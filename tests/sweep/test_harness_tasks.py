@@ -433,6 +433,43 @@ def test_an_adaptive_budget_adds_rounds_of_cells_on_the_full_grids_requests(tiny
     assert again.evaluated == 0
 
 
+def test_budget_extend_adds_rounds_to_the_harness_grids_keeping_their_cells(tiny_chat_model, harness_data, tmp_path):
+    from instructeval_tasks.sweep.budget import dealt_cells
+
+    common = dict(model="hf", model_args=f"pretrained={tiny_chat_model},dtype=float32", tasks=None, methods="null,generic",
+                  profile="quick", overrides={"instructions_per_method": 3, "test_sample": 6}, data_dir=str(harness_data),
+                  device="cpu", progress=False, harness_tasks="hellaswag:1", placements=("description",),
+                  output=tmp_path / "out")
+    base = run_sweep(**common, budget=Budget(0.25, seed=3, min_items=1))
+    saved = _entries(tmp_path / "out")
+    lines: list[str] = []
+    extended = run_sweep(**common, budget=Budget(0.25, seed=3, min_items=1, extend_to=0.75), echo=lines.append)
+    entries = _entries(tmp_path / "out")
+    rounds = {name: e for name, e in entries.items() if name not in saved}
+    assert base.evaluated == 4 and extended.evaluated == len(rounds) > 0
+    assert all(entries[name]["meta"] == e["meta"] for name, e in saved.items())
+    assert {e["meta"]["budget"]["extend"] for e in rounds.values()} == {0.75}
+    cells: dict[str, list[int]] = {}
+    for name, entry in entries.items():
+        cells.setdefault(name.split("__r")[0], []).extend(entry["meta"]["budget"]["items"])
+    assert all(len(items) == len(set(items)) for items in cells.values())
+    # the balanced design at 0.75: null on 6 items, 3 generic x 5 (the uniform design's quota, one method)
+    target = dealt_cells(["null", "generic", "generic", "generic"], 6, Budget(0.75, min_items=1))
+    assert sum(map(len, cells.values())) == target == 6 + 3 * 5
+    assert extended.plan["harness_budget"]["extend_cells"] == target
+    assert any("extension to 0.75, round 1 of 2 (harness tasks)" in line for line in lines), lines
+
+    from instructeval_aggregation.harness_effects import harness_effects, load_harness_results
+    from instructeval_aggregation.issues import IssueLog
+
+    issues = IssueLog()
+    effects = harness_effects(load_harness_results([str(tmp_path / "out")], issues), issues, n_boot=50, level=0.95,
+                              seed="s", n_perm=50).effects
+    assert not issues.items, issues.items
+    assert list(effects["cells_share"]) == [pytest.approx(target / 24)]
+    assert run_sweep(**common, budget=Budget(0.25, seed=3, min_items=1, extend_to=0.75)).evaluated == 0
+
+
 # ------------------------------------------------------------------------------------------ shards
 
 
