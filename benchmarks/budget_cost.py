@@ -7,7 +7,10 @@ with one thread (``--threads``, ``OMP_NUM_THREADS``; CPU time = user + system of
 (a) the full grid (every instruction of the methods on every test item, zero-shot);
 (b) ``--budget F``: budgeted chunks pooled into one harness call (the runner's way);
 (c) ``--budget F`` with every chunk in its own harness call (``chunk.POOL_ITEMS = 0``): what the
-    pooling saves.
+    pooling saves;
+(d) with ``--extend F2``: (b)'s folder rerun with ``--budget-extend F2`` (its cells kept, the new
+    ones in the extension's rounds): the extension's own CPU time, and (b) + (d) against F2's share
+    of the full grid's; and whether each extended cell scored what the full grid scored.
 
 Prints each run's CPU time, the budget's share of cells (from the plan), the ratio
 ``CPU(budget) / (share x CPU(full))`` (the target is 1.3 or less), where (b) and (c) differ, and
@@ -33,6 +36,7 @@ import backend_common as bc
 from instructeval_tasks.data import read_jsonl
 
 _SHARE = re.compile(r"cells \((\d+(?:\.\d+)?)%\)")
+_EXTENDED_SHARE = re.compile(r"budget extension to [^:]*: .*? of [\d,]+ \((\d+(?:\.\d+)?)%\)")
 _RUN = ("import sys, instructeval_tasks.sweep.chunk as chunk; chunk.POOL_ITEMS = int(sys.argv[1]); "
         "from instructeval_tasks.cli import main; sys.exit(main(sys.argv[2:]))")
 
@@ -69,6 +73,8 @@ def main() -> int:
     parser.add_argument("--task", default="emotion")
     parser.add_argument("--methods", default="null,generic,promptsource,adhoc")
     parser.add_argument("--budget", type=float, default=0.1)
+    parser.add_argument("--extend", type=float, default=None, metavar="F2",
+                        help="also extend the pooled run's folder with --budget-extend F2 (run (d))")
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--work", type=Path, default=None, help="output folder (default: a temporary one)")
     bc.add_runtime_options(parser)
@@ -99,6 +105,18 @@ def main() -> int:
           f"({len(pooled)} cells)")
     target = pooled_cpu <= 1.3 * share * full_cpu
     print(f"target: budgeted CPU <= 1.3 x share x full: {'MET' if target else 'NOT MET'}")
+    if args.extend is not None:
+        extend_cpu, extend_wall, log = run(200, common + budget + ["--budget-extend", str(args.extend), "--output",
+                                                                  str(work / "pooled")], args.threads)
+        extended_share = float(_EXTENDED_SHARE.search(log).group(1)) / 100
+        full = cells(work / "full")
+        added = {key: score for key, score in cells(work / "pooled").items() if key not in pooled}
+        alike = all(full[(name.split("__r")[0], doc)] == score for (name, doc), score in added.items())
+        total = pooled_cpu + extend_cpu
+        print(f"  --budget-extend {args.extend} of the pooled folder ({extended_share:.1%} of cells): {extend_cpu:.1f} "
+              f"({extend_wall:.0f}) for {len(added)} more cells; with its --budget run {total:.1f} = "
+              f"{total / full_cpu:.1%} of the full grid's, {total / (extended_share * full_cpu):.2f}x its share; "
+              f"every added cell scored as in the full grid: {alike}")
     return 0
 
 
