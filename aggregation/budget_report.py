@@ -89,6 +89,12 @@ def budget_plots(estimates: BudgetEstimates, folder: Path) -> list[Path]:
     return paths
 
 
+def _design_words(design: str) -> str:
+    """The grid note's words for its ``design`` column: ``balanced design, extended to 0.25``."""
+    dealt, extended, shares = design.partition(", extended")
+    return f"{dealt} design{extended}{shares}"
+
+
 def _class_words(n_classes: int) -> str:
     """How the fit treated the items' gold classes, for the grid's note."""
     if n_classes > 1:
@@ -106,13 +112,16 @@ def budget_html(estimates: BudgetEstimates, figures: Mapping[str, Path], img: Ca
         "and instruction effects one per gold class on a classification or multiple-choice grid) fitted to the "
         f"observed cells; intervals are {estimates.level:.0%} percentiles of posterior predictive draws of the whole "
         "grid. Every table column built "
-        "from them is marked <i>(est.)</i>.</p>",
+        "from them is marked <i>(est.)</i>. Intervals too wide for the question: rerun the sweep's command "
+        "with <code>--budget-extend</code> and a larger share (e.g. <code>--budget 0.1 --budget-extend 0.25</code>), "
+        "which keeps these cells and adds those the model is least sure of (README, <i>Extending a "
+        "budget</i>).</p>",
     ]
     for (model, task, grid), grid_row in estimates.grids.groupby(["model", "task", "grid"], sort=True):
         row = grid_row.iloc[0]
         parts.append(f"<h3>{html.escape(f'{model} / {task} / {grid}')} (estimates)</h3>")
         parts.append(f"<p class='note'>{int(row['observed_cells'])} of {int(row['grid_cells'])} cells observed "
-                     f"({row['observed_share']:.1%}, {html.escape(str(row['design']))} design); "
+                     f"({row['observed_share']:.1%}, {html.escape(_design_words(str(row['design'])))}); "
                      f"{int(row['n_instructions'])} instructions x {int(row['n_items'])} items; "
                      f"metric {html.escape(str(row['metric']))}; SDs (logits): instruction {row['s_instruction']:.3f}, "
                      f"item {row['s_item']:.3f}; {_class_words(int(row['item_classes']))}; "

@@ -90,6 +90,7 @@ def test_aggregate_replaces_budgeted_values_by_estimates_and_marks_them(tmp_path
     html = (out / "report.html").read_text()
     assert "<h2>Budgeted estimates</h2>" in html and "AG News (est.)" in html
     assert "70 of 280 cells observed (25.0%, uniform design)" in html
+    assert "<code>--budget 0.1 --budget-extend 0.25</code>" in html  # how to narrow the intervals
     summary = json.loads((out / "summary.json").read_text())
     assert {r["instruction"] for r in summary["budget"]["instructions"]} == {iid for _, iid in INSTRUCTIONS}
     assert any(p.startswith("estimates_model-a__agnews-zs") for p in summary["plots"])

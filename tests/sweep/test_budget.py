@@ -456,6 +456,11 @@ def test_budget_extend_brings_a_saved_budgeted_folder_to_a_larger_share_keeping_
     assert grid["observed_cells"] == 38 and grid["n_instructions"] == 6
     assert grid["design"] == "balanced, extended to 0.5, extended to 0.75"
     assert len(result.budget.instructions) == 6
+    from instructeval_aggregation.report import write_report
+
+    write_report(result, tmp_path / "report")
+    assert "38 of 48 cells observed (79.2%, balanced design, extended to 0.5, extended to 0.75)" in (
+        tmp_path / "report" / "report.html").read_text()
 
 
 def test_budget_extend_is_checked_before_anything_runs(tmp_path):
@@ -469,3 +474,15 @@ def test_budget_extend_is_checked_before_anything_runs(tmp_path):
         assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
         assert message in proc.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_an_extension_s_rounds_follow_the_adaptive_design_s_and_the_extensions_the_folder_holds():
+    from instructeval_tasks.sweep.budget import budget_rounds
+
+    rounds = budget_rounds(Budget(0.1, design="adaptive", extend_to=0.5), [0.25])
+    assert [(r.number, r.extend, r.rounds_left) for r in rounds] == [
+        (1, None, 2), (2, None, 1), (3, 0.25, 2), (4, 0.25, 1), (5, 0.5, 2), (6, 0.5, 1)]
+    assert [r.number for r in budget_rounds(Budget(0.1, design="adaptive"), [0.25])] == [1, 2]  # a plain resume
+    assert budget_rounds(Budget(0.1, extend_to=0.25), [0.25])[-1].number == 2  # the saved extension, re-derived
+    with pytest.raises(BudgetError, match=r"runs/x holds grids extended to 0\.5 .*--budget-extend 0\.25 would plan other"):
+        budget_rounds(Budget(0.1, extend_to=0.25), [0.5], "runs/x")
