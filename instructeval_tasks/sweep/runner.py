@@ -37,7 +37,8 @@ from .identity import RUN_FINGERPRINT_KEY, for_task, run_fingerprint
 from .plan import MODEL_ARG_KEYS, Variant, build_plan, fingerprint
 from .profiles import Profile, get_profile
 from .adaptive import SAMPLE_METRICS, plan_round
-from .budget import ADAPTIVE_ROUNDS, BUDGET_KEY, EXTEND_ROUNDS, Budget, BudgetRound, budget_record, budget_rounds, dealt_cells, grid_cells_of
+from .budget import (ADAPTIVE_ROUNDS, BUDGET_KEY, EXTEND_ROUNDS, Budget, BudgetRound, budget_record, budget_rounds,
+                     dealt_cells, grid_cells_of)
 from .chunk import (
     PATH_KEY,
     ChunkJob,
@@ -367,6 +368,9 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
             echo(f"harness tasks: {len(harness)} variant(s) of {len(shots)} task(s), {len(harness_pending)} to run: "
                  + ", ".join(f"{name} ({shot}-shot)" for name, shot in shots.items()))
 
+    # the rounds after the design's cells; an extension smaller than one the folder holds is refused here
+    schedule = budget_rounds(budget, store.saved_extensions(), str(store.root)) if has_rounds else []
+
     if dry_run:  # reads the folder, writes nothing (no folder, no sweep.json, no lock file)
         pending = resume_state()
         report = SweepReport(store.root, planned=len(mine) + len(harness),
@@ -416,9 +420,8 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
                 stock = StockSchedule(stock_pending, pending, lm=runner.lm, store=store, model=model, args_dict=args_dict,
                                       label=label, batch_size=batch_size, device=spec.resolved_device(),
                                       log_samples=log_samples, write=echo)
-            if adaptive and (pending or harness_pending) and runner.lm is None:  # one model load for all rounds
+            if has_rounds and (pending or harness_pending) and runner.lm is None:  # one model load for all rounds
                 runner.lm = spec.load()
-            schedule = budget_rounds(budget, store.saved_extensions(), str(store.root)) if has_rounds else []
             jobs = chunk_jobs(pending, metadata)
             if harness_pending:  # lm-eval's own tasks, instructed: one job per task, on the same executor
                 from .harness_runs import harness_jobs
