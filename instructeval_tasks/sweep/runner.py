@@ -379,6 +379,9 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
             echo(f"{what.replace('sweep', 'sweep (dry run)', 1)} variants planned, {len(mine) - len(pending)} already done, "
                  f"{len(pending)} to run -> {store.root}")
         announce_stock()
+        if schedule:
+            echo(f"then {_schedule_words(schedule)}: each round's cells are chosen from the scores saved before it, "
+                 f"so they are not counted here")
         report.seconds = time.monotonic() - start
         return report
 
@@ -465,6 +468,20 @@ def _full_words(budget: Budget) -> str:
     if budget.full_methods:
         return f"{', '.join(budget.full_methods)} on every item"
     return "no method on every item (--budget-full-methods ''): the null baseline is estimated too"
+
+
+def _schedule_words(schedule: Sequence[BudgetRound]) -> str:
+    """The rounds after the design's cells, by stage.
+
+        >>> _schedule_words([BudgetRound(1, None, 1, 2), BudgetRound(2, None, 2, 2), BudgetRound(3, 0.25, 1, 2),
+        ...                  BudgetRound(4, 0.25, 2, 2)])
+        'the adaptive rounds 1-2, the extension to 0.25 in rounds 3-4'
+    """
+    stages: dict[float | None, list[int]] = {}
+    for budget_round in schedule:
+        stages.setdefault(budget_round.extend, []).append(budget_round.number)
+    return ", ".join(("the adaptive rounds" if share is None else f"the extension to {share:g} in rounds")
+                     + f" {numbers[0]}-{numbers[-1]}" for share, numbers in stages.items())
 
 
 def _extend_words(budget: Budget, totals: dict[str, Any], what: str = "") -> str:

@@ -442,6 +442,10 @@ def test_budget_extend_brings_a_saved_budgeted_folder_to_a_larger_share_keeping_
     assert further.evaluated == len(later) > 0 and {v["meta"]["budget"]["round"] for v in later.values()} <= {3, 4}
     assert {v["meta"]["budget"]["extend"] for v in later.values()} == {0.75}
     assert sum(map(len, cells_of(_variants(tmp_path / "a")).values())) == 8 + 5 * 6
+    preview: list[str] = []  # a dry run says the rounds come after what it counts
+    run_sweep(budget=Budget(0.25, min_items=1, extend_to=0.75), dry_run=True, echo=preview.append, **kwargs)
+    assert "then the extension to 0.5 in rounds 1-2, the extension to 0.75 in rounds 3-4: each round's cells are " \
+           "chosen from the scores saved before it, so they are not counted here" in preview, preview
 
     with pytest.raises(BudgetError, match=r"holds grids extended to 0\.75 .*Resume with --budget-extend 0\.75"):
         run_sweep(budget=Budget(0.25, min_items=1, extend_to=0.5), **kwargs)
