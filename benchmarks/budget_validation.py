@@ -188,50 +188,31 @@ def grid_classes(grid: dict) -> np.ndarray | None:
     return item_classes(dict(enumerate(grid["labels"])), len(grid["labels"]))
 
 
+EXTEND_FROM = 0.1  # --extend-from: the share the design "extended" starts from
+
+
 def choose_cells(grid: dict, key: str, fraction: float, seed: int, design: str, *, min_items: int,
-                 full_methods: tuple[str, ...]) -> dict[str, list[int]]:
-    """The cells ``instructeval run --budget fraction --budget-design design`` evaluates on this grid."""
-    from instructeval_tasks.sweep.budget import ADAPTIVE_ROUNDS, Budget, grid_cells_of, next_round_cells
+                 full_methods: tuple[str, ...], extend_from: float = EXTEND_FROM) -> dict[str, list[int]]:
+    """The cells ``instructeval run --budget fraction --budget-design design`` evaluates on this grid;
+    for the design ``extended``, those of ``--budget extend_from --budget-extend fraction`` (balanced).
+
+    As the runner does: the design's first cells (``grid_cells_of``), then each later round
+    (``budget_rounds``: an adaptive design's, an extension's) fitted to every cell chosen before it.
+    """
+    from instructeval_tasks.sweep.budget import Budget, budget_rounds, grid_cells_of, next_round_cells, round_target
 
     y, names, _, _ = _matrix(grid)
     full = [name for name, row in zip(names, grid["rows"]) if row["method"] in full_methods]
     if design == "extended":
-        return extended_cells(grid, key, fraction, seed, min_items=min_items, full_methods=full_methods)
-    budget = Budget(fraction, seed=seed, min_items=min_items, full_methods=full_methods, design=design)
-    first, target = grid_cells_of(names, grid["labels"], budget, key, full=full,
-                                  methods=[row["method"] for row in grid["rows"]])
-    if design != "adaptive":
-        return first
+        budget = Budget(extend_from, seed=seed, min_items=min_items, full_methods=full_methods, extend_to=fraction)
+    else:
+        budget = Budget(fraction, seed=seed, min_items=min_items, full_methods=full_methods, design=design)
+    methods = {name: row["method"] for name, row in zip(names, grid["rows"])}
+    first, grid_cells = grid_cells_of(names, grid["labels"], budget, key, full=full, methods=list(methods.values()))
     chosen = {name: list(items) for name, items in first.items()}
     targets = {} if grid.get("metric") == GENERATION_METRIC else dict(enumerate(grid["labels"]))
-    methods = {name: row["method"] for name, row in zip(names, grid["rows"])}
-    for r in range(ADAPTIVE_ROUNDS):
-        observed = {name: {j: y[i, j] for j in chosen[name]} for i, name in enumerate(names)}
-        for name, items in next_round_cells(observed, methods, y.shape[1], target, ADAPTIVE_ROUNDS - r,
-                                            frozen=full, targets=targets).items():
-            chosen[name] = sorted(chosen[name] + items)
-    return chosen
-
-
-EXTEND_FROM = 0.1  # --extend-from: the share the design "extended" starts from
-
-
-def extended_cells(grid: dict, key: str, fraction: float, seed: int, *, min_items: int,
-                   full_methods: tuple[str, ...]) -> dict[str, list[int]]:
-    """The cells of ``instructeval run --budget EXTEND_FROM --budget-extend fraction`` (balanced design):
-    the design's cells at ``EXTEND_FROM``, then each of the extension's rounds fitted to every cell
-    chosen before it (``budget.budget_rounds``, ``round_target``, ``next_round_cells``)."""
-    from instructeval_tasks.sweep.budget import Budget, budget_rounds, next_round_cells, round_target
-
-    y, names, _, _ = _matrix(grid)
-    full = [name for name, row in zip(names, grid["rows"]) if row["method"] in full_methods]
-    methods = {name: row["method"] for name, row in zip(names, grid["rows"])}
-    chosen = {name: list(items) for name, items in choose_cells(grid, key, EXTEND_FROM, seed, "balanced", min_items=min_items,
-                                                               full_methods=full_methods).items()}
-    budget = Budget(EXTEND_FROM, seed=seed, min_items=min_items, full_methods=full_methods, extend_to=fraction)
-    targets = {} if grid.get("metric") == GENERATION_METRIC else dict(enumerate(grid["labels"]))
     for budget_round in budget_rounds(budget):
-        target = round_target(budget, budget_round, list(methods.values()), y.shape[1], {})
+        target = round_target(budget, budget_round, list(methods.values()), y.shape[1], {"grid_cells": grid_cells})
         observed = {name: {j: y[i, j] for j in chosen[name]} for i, name in enumerate(names)}
         for name, items in next_round_cells(observed, methods, y.shape[1], target, budget_round.rounds_left,
                                             frozen=full, targets=targets).items():
@@ -278,16 +259,17 @@ def simulated_grid(grid: dict, key: str, seed: int) -> dict:
 
 
 def evaluate_grid(grid: dict, fraction: float, seed: int, n_draws: int, key: str, design: str, *, min_items: int,
-                  full_methods: tuple[str, ...], simulated: bool = False) -> dict[str, Scores]:
+                  full_methods: tuple[str, ...], simulated: bool = False,
+                  extend_from: float = EXTEND_FROM) -> dict[str, Scores]:
     """Scores against the full grid, for one draw: the item-response estimates (``model``) and, but
-    for the adaptive design, the observed-subset means (``subset``) and the reference ``known-b``;
-    with ``simulated``, the reference ``simulated`` too (the same design and estimator on
-    ``simulated_grid``, scored against its own exact accuracies)."""
+    for the adaptive and the extended designs, the observed-subset means (``subset``) and the
+    reference ``known-b``; with ``simulated``, the reference ``simulated`` too (the same design and
+    estimator on ``simulated_grid``, scored against its own exact accuracies)."""
     if simulated:
         redrawn = evaluate_grid(simulated_grid(grid, key, seed), fraction, seed, n_draws, key, design,
-                                min_items=min_items, full_methods=full_methods)
+                                min_items=min_items, full_methods=full_methods, extend_from=extend_from)
         return {**evaluate_grid(grid, fraction, seed, n_draws, key, design, min_items=min_items,
-                                full_methods=full_methods), "simulated": redrawn["model"]}
+                                full_methods=full_methods, extend_from=extend_from), "simulated": redrawn["model"]}
     from instructeval_aggregation.bootstrap import rng_for
     from instructeval_aggregation.budgeted import QUANTILES as QS
     from instructeval_aggregation.budgeted import estimate_grid
@@ -295,7 +277,8 @@ def evaluate_grid(grid: dict, fraction: float, seed: int, n_draws: int, key: str
 
     y, names, method_of, methods = _matrix(grid)
     m, n = y.shape
-    chosen = choose_cells(grid, key, fraction, seed, design, min_items=min_items, full_methods=full_methods)
+    chosen = choose_cells(grid, key, fraction, seed, design, min_items=min_items, full_methods=full_methods,
+                          extend_from=extend_from)
     rows = np.concatenate([np.full(len(chosen[name]), i) for i, name in enumerate(names)])
     cols = np.concatenate([np.array(chosen[name], dtype=int) for name in names])
     cells = Cells(rows, cols, y[rows, cols], m, n, method_of, grid_classes(grid))
@@ -436,7 +419,6 @@ def load_caches(paths: list[Path]) -> dict[str, dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    global EXTEND_FROM
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cache", type=Path, default=None,
                         help=f"one cache file (default: every {CACHES} in benchmarks/data)")
@@ -485,7 +467,6 @@ def main(argv: list[str] | None = None) -> int:
         grids = {k: grids[k] for k in args.grids.split(",")}
     budgets = [float(b) for b in args.budgets.split(",")]
     designs = [d for d in args.designs.split(",") if d]
-    EXTEND_FROM = args.extend_from
     full_methods = tuple(m for m in args.full_methods.split(",") if m)
     for path in paths:
         fp = json.loads(path.read_text(encoding="utf-8")).get("run_fingerprint") or {}
@@ -502,13 +483,13 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[tuple[float, str, str, str], list[Scores]] = {}
     for fraction in budgets:
         for design in designs:
-            if design == "extended" and fraction <= EXTEND_FROM:
+            if design == "extended" and fraction <= args.extend_from:
                 continue
             for key in sorted(grids):
                 for seed in range(args.seeds):
                     scores = evaluate_grid(grids[key], fraction, seed, args.draws, key, design,
                                            min_items=args.min_items, full_methods=full_methods,
-                                           simulated=args.simulated)
+                                           simulated=args.simulated, extend_from=args.extend_from)
                     for name, value in scores.items():
                         results.setdefault((fraction, design, key, name), []).append(value)
                 for name in ESTIMATORS:

@@ -85,7 +85,7 @@ class Budget:
     full_methods: tuple[str, ...] = DEFAULT_FULL_METHODS
     design: str = DEFAULT_DESIGN
     # --budget-extend: the share each grid is brought to after the design's cells, in rounds where the
-    # model is least sure (``extension_targets``); not part of the cells' records (``as_dict``), so the
+    # model is least sure (``budget_rounds``); not part of the cells' records (``as_dict``), so the
     # saved cells of the folder's --budget keep their fingerprints
     extend_to: float | None = None
 
@@ -360,13 +360,18 @@ def budget_rounds(budget: Budget, saved_extensions: Sequence[float] = (), where:
     return rounds
 
 
+def extended_cells(methods: Sequence[str], n_items: int, budget: Budget, share: float) -> int:
+    """The cells ``budget``'s design deals such a grid at the extension's ``share`` (``dealt_cells``)."""
+    return dealt_cells(methods, n_items, replace(budget, fraction=share, extend_to=None))
+
+
 def round_target(budget: Budget, budget_round: BudgetRound, methods: Sequence[str], n_items: int, record: Mapping[str, Any]) -> int:
     """The grid's cells at the end of ``budget_round``'s stage: the adaptive design's total
     (``record["grid_cells"]``, its first-slice record) or, for an extension, the cells the design
-    deals at the extension's share (``dealt_cells``)."""
+    deals at the extension's share (``extended_cells``)."""
     if budget_round.extend is None:
         return int(record["grid_cells"])
-    return dealt_cells(methods, n_items, replace(budget, fraction=budget_round.extend, extend_to=None))
+    return extended_cells(methods, n_items, budget, budget_round.extend)
 
 
 def round_record(record: Mapping[str, Any], items: list[int], budget_round: BudgetRound) -> dict[str, Any]:

@@ -66,7 +66,7 @@ from ..harness.tasks import (
 from instructeval_banks.schema import known_tasks
 from ..item_response import target_text
 from .adaptive import saved_rows
-from .budget import (BUDGET_KEY, Budget, BudgetRound, budget_record, dealt_cells, grid_cells_of, next_round_cells,
+from .budget import (BUDGET_KEY, Budget, BudgetRound, budget_record, extended_cells, grid_cells_of, next_round_cells,
                      round_record, round_target)
 from .plan import fingerprint, sample_bank_entries
 
@@ -304,9 +304,9 @@ def budget_totals(variants: list[HarnessVariant], budget: Budget) -> dict[str, A
     if budget.design == "adaptive":
         totals["first_cells"] = sum(len(v.metadata[BUDGET_KEY]["items"]) for v in variants)
     if budget.extend_to is not None:
-        extended = dataclasses.replace(budget, fraction=budget.extend_to, extend_to=None)
         totals.update(extend_to=budget.extend_to, extend_cells=sum(
-            max(cells, dealt_cells(methods[key], n_items[key], extended)) for key, (cells, _) in grids.items()))
+            max(cells, extended_cells(methods[key], n_items[key], budget, budget.extend_to))
+            for key, (cells, _) in grids.items()))
     return totals
 
 

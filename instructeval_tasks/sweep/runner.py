@@ -23,7 +23,7 @@ import logging
 import os
 import sys
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -38,7 +38,7 @@ from .plan import MODEL_ARG_KEYS, Variant, build_plan, fingerprint
 from .profiles import Profile, get_profile
 from .adaptive import SAMPLE_METRICS, plan_round
 from .budget import (ADAPTIVE_ROUNDS, BUDGET_KEY, EXTEND_ROUNDS, Budget, BudgetRound, budget_record, budget_rounds,
-                     dealt_cells, grid_cells_of)
+                     extended_cells, grid_cells_of)
 from .chunk import (
     PATH_KEY,
     ChunkJob,
@@ -133,8 +133,8 @@ def apply_budget(plan: list[Variant], metadata: dict[str, dict[str, Any]], class
                                             methods=[v.entry.method for v in variants])
         cells += grid_cells
         if budget.extend_to is not None:
-            extend_cells += max(grid_cells, dealt_cells([v.entry.method for v in variants], len(labels),
-                                                        replace(budget, fraction=budget.extend_to, extend_to=None)))
+            extend_cells += max(grid_cells, extended_cells([v.entry.method for v in variants], len(labels), budget,
+                                                           budget.extend_to))
         first_cells += sum(map(len, chosen.values()))
         size += len(labels) * len(variants)
         for variant in variants:
