@@ -113,6 +113,7 @@ class InstructEvalTask(ConfigurableTask):
                 log.warning("%s: %s is not reported: %s", config["task"], PER_TOKEN_METRIC, self._tokenizer_note)
                 config["metric_list"] = [m for m in config.get("metric_list") or [] if m.get("metric") != PER_TOKEN_METRIC]
         self._token_counts: dict[str, list[int]] = {}
+        self._label_tokens: dict[str, set[int]] = {}  # continuation -> its token counts (choice_token_counts)
         self._data_source = ""
         self._test_ids: list[int] | None = None
         self._repeated_items = 0
@@ -246,10 +247,23 @@ class InstructEvalTask(ConfigurableTask):
     def construct_requests(self, doc: dict, ctx, **kwargs):
         requests = super().construct_requests(doc, ctx, **kwargs)
         if self.OUTPUT_TYPE == "multiple_choice" and self._tokenizer is not None:
-            self._token_counts[self._doc_key(doc)] = [
-                continuation_token_count(self._tokenizer, req.arguments[0], req.arguments[1]) for req in requests
-            ]
+            counts = [continuation_token_count(self._tokenizer, req.arguments[0], req.arguments[1]) for req in requests]
+            self._token_counts[self._doc_key(doc)] = counts
+            for req, count in zip(requests, counts):
+                self._label_tokens.setdefault(req.arguments[1], set()).add(count)
         return requests
+
+    def choice_token_counts(self) -> dict[str, int] | None:
+        """``{continuation: tokens}`` of a classification task's labels as ``acc_per_token`` counted
+        them, for the aggregation's choice-score estimates of a budgeted grid
+        (``instructeval_tasks.choice_scores``); ``None`` before any request, for other kinds, or where
+        a label's count varied with its context.
+
+            {" World": 1, " Sports": 1, " Business": 1, " Sci/Tech": 3}
+        """
+        if self.spec.kind != "cls" or not self._label_tokens or any(len(c) != 1 for c in self._label_tokens.values()):
+            return None
+        return {label: next(iter(counts)) for label, counts in sorted(self._label_tokens.items())}
 
     def process_results(self, doc: dict, results: list) -> dict[str, float]:
         wanted = self._metric_fn_list.keys()
@@ -294,6 +308,7 @@ class InstructEvalTask(ConfigurableTask):
             "template": template,
             "template_sha": getattr(self.config.doc_to_text, "sha256", None),
             "score_tokenizer": self._tokenizer_note if self._tokenizer is not None else None,
+            "choice_token_counts": self.choice_token_counts(),
             "plugin_version": __version__,
         }
 

@@ -173,7 +173,7 @@ def test_gqa_tasks_report_quasi_exact_match(results, task):
 
 
 @pytest.mark.parametrize("task", TASKS)
-def test_config_metadata_records_the_variant(results, task, tiny_data_dir, tiny_model_dir):
+def test_config_metadata_records_the_variant(run, results, task, tiny_data_dir, tiny_model_dir):
     config = results["configs"][f"instructeval_{task}"]
     meta = config["metadata"]
     assert meta["method"] == "generic"
@@ -190,6 +190,12 @@ def test_config_metadata_records_the_variant(results, task, tiny_data_dir, tiny_
     assert config["description"] == INSTRUCTION + "\n\n"
     if task in CHOICE_TASKS:
         assert meta["score_tokenizer"] == str(tiny_model_dir)
+    counts = meta["choice_token_counts"]
+    if task in ("agnews", "imdb", "boolq", "anli", "emotion"):  # fixed labels: each label's per-token divisor
+        request = run.samples(task)[0]["arguments"]
+        assert sorted(counts) == sorted(a["arg_1"] for a in request.values())
+    else:
+        assert counts is None
 
 
 @pytest.mark.parametrize("task", TASKS)

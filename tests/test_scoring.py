@@ -169,6 +169,23 @@ def test_task_reports_acc_per_token_with_a_score_tokenizer(tiny_data_dir, tiny_m
     assert meta["score_tokenizer"] == str(tiny_model_dir)
 
 
+def test_a_classification_task_records_its_labels_token_counts(tiny_data_dir, tiny_model_dir):
+    """What the aggregation's choice-score estimates divide each label's log-likelihood by."""
+    task = build_task("agnews", {"data_dir": str(tiny_data_dir), "score_tokenizer": str(tiny_model_dir)}, 0)
+    assert task.dump_config()["metadata"]["choice_token_counts"] is None  # no request built yet
+    context, conts = render_prompt(task, 3)
+    render_prompt(task, 4)
+    expected = {c: continuation_token_count(_tok(tiny_model_dir), context, c) for c in conts}
+    assert task.dump_config()["metadata"]["choice_token_counts"] == expected
+    assert expected[" Sci/Tech"] > expected[" World"]  # the per-token rule divides by different counts
+
+
+def test_a_multiple_choice_task_records_no_label_token_counts(tiny_data_dir, tiny_model_dir):
+    task = build_task("hellaswag", {"data_dir": str(tiny_data_dir), "score_tokenizer": str(tiny_model_dir)}, 0)
+    render_prompt(task, 0)
+    assert task.dump_config()["metadata"]["choice_token_counts"] is None  # its choices differ per item
+
+
 def test_task_without_tokenizer_drops_acc_per_token(tiny_data_dir):
     task = build_task("imdb", {"data_dir": str(tiny_data_dir)}, 0)
     doc = task.eval_docs[0]  # label 1
