@@ -102,15 +102,28 @@ def _class_words(n_classes: int) -> str:
     return "one effect per instruction (no gold classes)"
 
 
+def _estimator_words(row: Mapping) -> str:
+    """The grid note's words on how its cells were estimated."""
+    estimator = str(row.get("estimator") or "")
+    sds = f"SDs (logits): instruction {row['s_instruction']:.3f}, item {row['s_item']:.3f}"
+    if estimator.startswith("choice scores"):
+        return (f"estimated from the {estimator.split('(', 1)[-1].rstrip(')')} of the observed cells "
+                f"(each item's lean and each instruction's pull toward each label, calibrated on the answers); {sds}")
+    return f"{sds}; {_class_words(int(row['item_classes']))}"
+
+
 def budget_html(estimates: BudgetEstimates, figures: Mapping[str, Path], img: Callable[[Path], str],
                 frame_html: Callable[..., str]) -> str:
     parts = [
         "<h2>Budgeted estimates</h2>",
         "<p>These (model, task, setting) grids come from budgeted sweeps (<code>instructeval run --budget</code>): "
         "each instruction was evaluated on a share of the test items, and its accuracy on all of them is an "
-        "<b>estimate</b> of a logistic item-response model (method, instruction and item effects; the method "
-        "and instruction effects one per gold class on a classification or multiple-choice grid) fitted to the "
-        f"observed cells; intervals are {estimates.level:.0%} percentiles of posterior predictive draws of the whole "
+        "<b>estimate</b> fitted to the observed cells: on a classification grid whose samples hold the score of "
+        "every label, from those scores (each item's lean and each instruction's pull toward each label) calibrated "
+        "by a logistic model on the observed answers; otherwise by a logistic item-response model (method, "
+        "instruction and item effects; the method and instruction effects one per gold class where items have "
+        "classes). Each grid's note says which. "
+        f"Intervals are {estimates.level:.0%} percentiles of posterior predictive draws of the whole "
         "grid. Every table column built "
         "from them is marked <i>(est.)</i>. Intervals too wide for the question: rerun the sweep's command "
         "with <code>--budget-extend</code> and a larger share (e.g. <code>--budget 0.1 --budget-extend 0.25</code>), "
@@ -123,8 +136,7 @@ def budget_html(estimates: BudgetEstimates, figures: Mapping[str, Path], img: Ca
         parts.append(f"<p class='note'>{int(row['observed_cells'])} of {int(row['grid_cells'])} cells observed "
                      f"({row['observed_share']:.1%}, {html.escape(_design_words(str(row['design'])))}); "
                      f"{int(row['n_instructions'])} instructions x {int(row['n_items'])} items; "
-                     f"metric {html.escape(str(row['metric']))}; SDs (logits): instruction {row['s_instruction']:.3f}, "
-                     f"item {row['s_item']:.3f}; {_class_words(int(row['item_classes']))}; "
+                     f"metric {html.escape(str(row['metric']))}; {html.escape(_estimator_words(row))}; "
                      f"{int(row['n_boot'])} predictive draws.</p>")
         pick = lambda frame: frame[(frame["model"] == model) & (frame["task"] == task) & (frame["grid"] == grid)]  # noqa: E731
         drop = ["model", "task", "grid", "setting"]

@@ -40,20 +40,25 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from instructeval_tasks.choice_scores import ChoiceScoreFit, choice_score_accuracy, choice_score_draws, fit_choice_scores
 from instructeval_tasks.item_response import Cells, CrossedFit, fit_crossed, instruction_accuracy, item_classes, predictive_draws
 
 from .bootstrap import rng_for
 from .issues import AggregationError, IssueLog
 from .records import VariantResult
 from .relative_gain import method_mean_gains
-from .samples import merge_targets, read_sample_targets
+from .samples import ChoiceScores, merge_targets, read_choice_scores, read_sample_targets
 
 BUDGET_KEY = "budget"
 QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
 DEFAULT_IRT_BOOT = 200
 
 GRID_COLUMNS = ["model", "task", "grid", "setting", "metric", "n_instructions", "n_items", "observed_cells",
-                "grid_cells", "observed_share", "s_instruction", "s_item", "method_covariate", "item_classes", "n_boot", "design"]
+                "grid_cells", "observed_share", "s_instruction", "s_item", "method_covariate", "item_classes", "n_boot", "design",
+                "estimator"]
+ITEM_RESPONSE = "item-response"
+CHOICE_SCORES = "choice scores"
+SCORE_METRICS = {"acc": "log-likelihood", "acc_per_token": "log-likelihood per token"}  # the score each metric argmaxes
 INSTRUCTION_COLUMNS = ["model", "task", "grid", "setting", "method", "instruction", "observed_items",
                        "observed_accuracy", "estimate", "ci_low", "ci_high", "p_best"]
 METHOD_COLUMNS = ["model", "task", "grid", "setting", "method", "n_instructions", "estimate", "ci_low", "ci_high",
@@ -80,7 +85,7 @@ class BudgetEstimates:
                     for row in frame.to_dict(orient="records")]
 
         return {
-            "note": "item-response estimates of a budgeted sweep (instructeval run --budget): not exact accuracies",
+            "note": "estimates of a budgeted sweep (instructeval run --budget; each grid's estimator says how): not exact accuracies",
             "ci_level": self.level,
             "grids": records(self.grids),
             "instructions": records(self.instructions),
@@ -99,12 +104,23 @@ def _percentile_ci(replicates: np.ndarray, level: float) -> tuple[np.ndarray, np
     return np.quantile(replicates, alpha, axis=0), np.quantile(replicates, 1 - alpha, axis=0)
 
 
+@dataclass(frozen=True)
+class ChoiceGrid:
+    """A classification grid's label scores for ``instructeval_tasks.choice_scores``: ``scores``
+    (``rows x items x labels``, NaN where unobserved), each item's gold label index ``gold``."""
+
+    scores: np.ndarray
+    gold: np.ndarray
+    labels: tuple
+
+
 def _grid_cells(variants: Sequence[VariantResult], metric: str,
-                issues: IssueLog) -> tuple[Cells, list[float], list[list[VariantResult]]] | None:
+                issues: IssueLog) -> tuple[Cells, list[float], list[list[VariantResult]], ChoiceGrid | str] | None:
     """The observed cells of one grid from its variants' samples; ``None`` (with an error) if unusable.
 
-    Returns the cells, each row's observed accuracy and each row's variants (the variants of one
-    instruction from several rounds of an adaptive design share a row).
+    Returns the cells, each row's observed accuracy, each row's variants (the variants of one
+    instruction from several rounds of an adaptive design share a row) and the grid's label scores
+    (:func:`choice_grid`), or why the grid has none.
     """
     budgets = [v.metadata[BUDGET_KEY] for v in variants]
     sizes = {b.get("n_items") for b in budgets}
@@ -118,6 +134,7 @@ def _grid_cells(variants: Sequence[VariantResult], metric: str,
     for v in variants:
         members.setdefault((v.method, v.instruction), []).append(v)
     rows, cols, ys, row_variants = [], [], [], []
+    scored: list[tuple[int, ChoiceScores | str]] = []
     targets: dict[int, str | None] = {}
     for i, group in enumerate(members.values()):
         seen: set[int] = set()
@@ -155,6 +172,11 @@ def _grid_cells(variants: Sequence[VariantResult], metric: str,
             rows.append(np.full(len(doc_ids), i))
             cols.append(doc_ids)
             ys.append(values)
+            if v.task_type == "cls" and metric in SCORE_METRICS:
+                try:
+                    scored.append((i, read_choice_scores(v.samples_path)))
+                except AggregationError as err:
+                    scored.append((i, str(err)))
         row_variants.append(group)
     classes = None
     if variants[0].task_type != "gqa":  # open answers are no classes
@@ -176,7 +198,79 @@ def _grid_cells(variants: Sequence[VariantResult], metric: str,
     counts = np.bincount(cells.rows, minlength=cells.n_rows)
     sums = np.bincount(cells.rows, cells.y, minlength=cells.n_rows)
     observed = [float(total / count) if count else float("nan") for total, count in zip(sums, counts)]
-    return cells, observed, row_variants
+    choice: ChoiceGrid | str = "not a classification grid scored by acc or acc_per_token"
+    if variants[0].task_type == "cls" and metric in SCORE_METRICS:
+        choice = choice_grid(cells, scored, metric, [v.metadata.get("choice_token_counts") for v in variants])
+    return cells, observed, row_variants, choice
+
+
+def choice_grid(cells: Cells, scored: Sequence[tuple[int, ChoiceScores | str]], metric: str,
+                token_counts: Sequence[object]) -> ChoiceGrid | str:
+    """The label scores ``z_ijk`` of every observed cell under ``metric``'s rule (``acc``: the
+    log-likelihood; ``acc_per_token``: per continuation token, the counts from the results'
+    ``choice_token_counts``), or why there are none. They must reproduce every observed cell's
+    ``metric`` (an exact tie aside): scores that disagree with the answers are not used.
+
+        >>> cells = Cells(rows=np.array([0, 0]), cols=np.array([0, 1]), y=np.array([1.0, 1.0]), n_rows=1, n_cols=2)
+        >>> line = lambda lls, gold: ChoiceScores(np.array([0, 1]), [np.array(x) for x in lls], [(" A", " B c")] * 2, np.array(gold))
+        >>> lines = [(0, line([[-1.0, -3.0], [-1.0, -1.5]], [0, 1]))]
+        >>> grid = choice_grid(cells, lines, "acc_per_token", [{" A": 1, " B c": 2}])
+        >>> grid.scores[0].tolist(), grid.gold.tolist()
+        ([[-1.0, -1.5], [-1.0, -0.75]], [0, 1])
+        >>> choice_grid(cells, lines, "acc", [None])  # by log-likelihood item 1's answer is A: not what was scored
+        'the label scores give another answer than acc on 1 cells'
+        >>> choice_grid(cells, lines, "acc_per_token", [None])
+        "acc_per_token needs the labels' token counts and the results record no choice_token_counts (rerun the variants to record them)"
+    """
+    labels: tuple | None = None
+    per_label: np.ndarray | None = None
+    if metric == "acc_per_token":
+        recorded = {str(sorted(c.items())) if isinstance(c, Mapping) else None for c in token_counts}
+        if None in recorded or len(recorded) != 1:
+            return ("acc_per_token needs the labels' token counts and the results record no choice_token_counts "
+                    "(rerun the variants to record them)" if None in recorded
+                    else "the variants record different choice_token_counts")
+        counts = next(c for c in token_counts if isinstance(c, Mapping))
+    scores = np.full((cells.n_rows, cells.n_cols, 0), np.nan)
+    gold = np.full(cells.n_cols, -1)
+    for row, lines in scored:
+        if isinstance(lines, str):
+            return lines
+        for doc_id, lls, continuations, g in zip(lines.doc_ids, lines.loglikelihoods, lines.continuations, lines.gold):
+            if labels is None:
+                labels = continuations
+                if len(labels) < 2 or not all(isinstance(c, str) for c in labels):
+                    return "its samples name fewer than two labels"
+                if metric == "acc_per_token":
+                    if not all(isinstance(counts.get(c), int) and counts[c] > 0 for c in labels):
+                        return f"choice_token_counts has no count for some of the labels {list(labels)}"
+                    per_label = np.array([float(counts[c]) for c in labels])
+                else:
+                    per_label = np.ones(len(labels))
+                scores = np.full((cells.n_rows, cells.n_cols, len(labels)), np.nan)
+            if continuations != labels:
+                return f"item {int(doc_id)}'s labels {list(continuations)} differ from {list(labels)}: not one verbalizer"
+            if lls.shape != (len(labels),) or not np.isfinite(lls).all() or g < 0:
+                return f"item {int(doc_id)} has no score of every label or no gold label in its samples"
+            if gold[doc_id] not in (-1, g):
+                return f"item {int(doc_id)} has two gold labels"
+            gold[doc_id] = g
+            scores[row, doc_id] = lls / per_label
+    if labels is None:
+        return "its samples have no label scores"
+    y = np.full((cells.n_rows, cells.n_cols), np.nan)
+    y[cells.rows, cells.cols] = cells.y
+    observed = ~np.isnan(scores[..., 0])
+    if not np.array_equal(observed, ~np.isnan(y)) or (gold < 0).any():
+        return "the samples do not give every observed cell's label scores and every item's gold label"
+    z = scores[observed]
+    top = np.sort(z, axis=1)
+    right = z.argmax(axis=1) == gold[np.nonzero(observed)[1]]
+    tied = top[:, -1] == top[:, -2]
+    wrong = int(np.sum((right != (y[observed] > 0.5)) & ~tied))
+    if wrong:
+        return f"the label scores give another answer than {metric} on {wrong} cells"
+    return ChoiceGrid(scores, gold, labels)
 
 
 def method_contrasts(accuracy: np.ndarray, methods: Sequence[str],
@@ -211,7 +305,7 @@ def method_contrasts(accuracy: np.ndarray, methods: Sequence[str],
 class GridEstimate:
     """One grid's fit: point estimates, predictive draws (``None`` without), intervals, P(best), quantiles."""
 
-    fit: CrossedFit
+    fit: CrossedFit | ChoiceScoreFit
     point: np.ndarray
     replicates: np.ndarray | None
     ci_low: np.ndarray
@@ -222,8 +316,13 @@ class GridEstimate:
     quantile_high: np.ndarray
 
 
-def estimate_grid(cells: Cells, *, n_boot: int, level: float, rng: np.random.Generator) -> GridEstimate:
-    """Fit ``cells``, estimate every instruction's accuracy and (``n_boot > 0``) draw the grid ``n_boot`` times."""
+def estimate_grid(cells: Cells, *, n_boot: int, level: float, rng: np.random.Generator,
+                  choice: ChoiceGrid | None = None) -> GridEstimate:
+    """Fit ``cells``, estimate every instruction's accuracy and (``n_boot > 0``) draw the grid ``n_boot`` times:
+    from the label scores (``instructeval_tasks.choice_scores``) where ``choice`` gives them, else by the
+    crossed item-response model."""
+    if choice is not None:
+        return _choice_estimate(cells, choice, n_boot=n_boot, level=level, rng=rng)
     fit = fit_crossed(cells)
     point = instruction_accuracy(fit, cells)
     nan = np.full(cells.n_rows, np.nan)
@@ -236,6 +335,28 @@ def estimate_grid(cells: Cells, *, n_boot: int, level: float, rng: np.random.Gen
     per_draw = np.quantile(draws, QUANTILES, axis=1).T  # draws x quantiles
     q_lo, q_hi = _percentile_ci(per_draw, level)
     return GridEstimate(fit, point, draws, lo, hi, p_best, per_draw.mean(axis=0), q_lo, q_hi)
+
+
+def _choice_estimate(cells: Cells, choice: ChoiceGrid, *, n_boot: int, level: float,
+                     rng: np.random.Generator) -> GridEstimate:
+    """:func:`estimate_grid` from the label scores. The quantiles across instructions are the
+    estimates' own (not pulled toward their methods'), their intervals the draws' percentiles moved
+    by the estimate minus the draws' mean (``instructeval_tasks.choice_scores``)."""
+    y, observed = cells.matrices()
+    fit = fit_choice_scores(choice.scores, observed, y, choice.gold, cells.group_index())
+    point = choice_score_accuracy(fit, observed, y)
+    quantiles = np.quantile(point, QUANTILES)
+    nan = np.full(cells.n_rows, np.nan)
+    if not n_boot:
+        no_q = np.full(len(QUANTILES), np.nan)
+        return GridEstimate(fit, point, None, nan, nan, nan, quantiles, no_q, no_q)
+    draws = choice_score_draws(fit, observed, y, n_boot, rng)
+    lo, hi = _percentile_ci(draws, level)
+    p_best = np.bincount(np.argmax(draws, axis=1), minlength=cells.n_rows) / n_boot
+    per_draw = np.quantile(draws, QUANTILES, axis=1).T
+    q_lo, q_hi = _percentile_ci(per_draw, level)
+    shift = quantiles - per_draw.mean(axis=0)
+    return GridEstimate(fit, point, draws, lo, hi, p_best, quantiles, q_lo + shift, q_hi + shift)
 
 
 def _design_of(members: Sequence[VariantResult]) -> str:
@@ -280,10 +401,12 @@ def estimate_budgeted(
         if built is None:
             dropped.update((v.model, v.name) for v in members)
             continue
-        cells, observed, row_variants = built
+        cells, observed, row_variants, choice = built
         if not method_covariate:
             cells = dataclasses.replace(cells, groups=None)
-        est = estimate_grid(cells, n_boot=n_boot, level=level, rng=rng_for(seed, "irt", model, task, grid))
+        est = estimate_grid(cells, n_boot=n_boot, level=level, rng=rng_for(seed, "irt", model, task, grid),
+                            choice=choice if isinstance(choice, ChoiceGrid) else None)
+        crossed = isinstance(est.fit, CrossedFit)
         fit, point, draws = est.fit, est.point, est.replicates
         setting = members[0].setting
         estimated.add((task, setting))
@@ -291,9 +414,12 @@ def estimate_budgeted(
         grid_rows.append({**base, "metric": metric, "n_instructions": cells.n_rows, "n_items": cells.n_cols,
                           "observed_cells": int(cells.y.size), "grid_cells": cells.n_rows * cells.n_cols,
                           "observed_share": cells.y.size / max(cells.n_rows * cells.n_cols, 1),
-                          "s_instruction": fit.s_a, "s_item": fit.s_item, "method_covariate": method_covariate,
+                          "s_instruction": fit.s_a if crossed else fit.s_u,
+                          "s_item": fit.s_item if crossed else fit.s_v, "method_covariate": method_covariate,
                           "item_classes": cells.n_classes,
-                          "n_boot": n_boot, "design": _design_of(members)})
+                          "n_boot": n_boot, "design": _design_of(members),
+                          "estimator": (f"{CHOICE_SCORES} ({SCORE_METRICS[metric]} of {len(choice.labels)} labels)"
+                                        if isinstance(choice, ChoiceGrid) else f"{ITEM_RESPONSE} ({choice})")})
         lo, hi, p_best = est.ci_low, est.ci_high, est.p_best
         row_method = [group[0].method for group in row_variants]
         for i, group in enumerate(row_variants):

@@ -39,6 +39,48 @@ def read_sample_values(path: str, metric: str, *, filter_name: str = "none") -> 
     return doc_ids, values
 
 
+def _choice_pairs(record: dict) -> list | None:
+    """The ``[ll, is_greedy]`` pair per choice of a log-likelihood line; ``None`` for a generation line."""
+    resps = record.get("filtered_resps", record.get("resps"))
+    if not isinstance(resps, list) or not resps:
+        return None
+    pairs = [r[0] if isinstance(r, list) and len(r) == 1 and isinstance(r[0], list) else r for r in resps]
+    return pairs if all(isinstance(p, list) and len(p) == 2 for p in pairs) else None
+
+
+def _continuations(record: dict) -> list:
+    """Each request's continuation (``arguments``' second argument), ``None`` where a line has none."""
+    arguments = record.get("arguments")
+    if isinstance(arguments, dict):
+        return [a.get("arg_1") if isinstance(a, dict) else None for a in arguments.values()]
+    if isinstance(arguments, list):
+        return [a[1] if isinstance(a, list) and len(a) > 1 else None for a in arguments]
+    return []
+
+
+def gold_choice(record: dict, n_choices: int) -> int | None:
+    """The gold choice's index of a log-likelihood line: ``target`` as an integer (or its digits) or
+    its text matched against the continuations, stripped; ``None`` if neither names one choice."""
+    target = record.get("target")
+    index = None
+    if isinstance(target, int) and not isinstance(target, bool):
+        index = target
+    elif isinstance(target, str) and target.strip().isdigit():
+        index = int(target.strip())
+    elif isinstance(target, str):
+        matches = [k for k, c in enumerate(_continuations(record)) if isinstance(c, str) and c.strip() == target.strip()]
+        index = matches[0] if len(matches) == 1 else None
+    return index if index is not None and 0 <= index < n_choices else None
+
+
+def _float(value: object) -> float:
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        return math.nan
+    return number if math.isfinite(number) else math.nan
+
+
 def gold_loglikelihood(record: dict) -> float:
     """The log-likelihood the model gave the gold answer of one samples line; NaN if it has none.
 
@@ -47,34 +89,49 @@ def gold_loglikelihood(record: dict) -> float:
     text, matched against the requests' continuations (``arguments``), stripped. A generation
     line (a string response) has none.
     """
-    resps = record.get("filtered_resps", record.get("resps"))
-    if not isinstance(resps, list) or not resps:
+    pairs = _choice_pairs(record)
+    if pairs is None:
         return math.nan
-    pairs = [r[0] if isinstance(r, list) and len(r) == 1 and isinstance(r[0], list) else r for r in resps]
-    if not all(isinstance(p, list) and len(p) == 2 for p in pairs):
-        return math.nan
-    target = record.get("target")
-    index = None
-    if isinstance(target, int) and not isinstance(target, bool):
-        index = target
-    elif isinstance(target, str) and target.strip().isdigit():
-        index = int(target.strip())
-    elif isinstance(target, str):
-        arguments = record.get("arguments")
-        continuations = []
-        if isinstance(arguments, dict):
-            continuations = [a.get("arg_1") for a in arguments.values() if isinstance(a, dict)]
-        elif isinstance(arguments, list):
-            continuations = [a[1] if isinstance(a, list) and len(a) > 1 else None for a in arguments]
-        matches = [k for k, c in enumerate(continuations) if isinstance(c, str) and c.strip() == target.strip()]
-        index = matches[0] if len(matches) == 1 else None
-    if index is None or not 0 <= index < len(pairs):
-        return math.nan
-    try:
-        value = float(pairs[index][0])
-    except (TypeError, ValueError):
-        return math.nan
-    return value if math.isfinite(value) else math.nan
+    index = gold_choice(record, len(pairs))
+    return math.nan if index is None else _float(pairs[index][0])
+
+
+@dataclass(frozen=True)
+class ChoiceScores:
+    """The per-choice log-likelihoods of a samples file's log-likelihood lines, in ``doc_id`` order:
+    ``loglikelihoods[r, k]`` (NaN where unreadable), ``continuations[r]`` and the gold choice ``gold[r]``
+    (-1 where no choice is named)."""
+
+    doc_ids: np.ndarray
+    loglikelihoods: list[np.ndarray]
+    continuations: list[tuple]
+    gold: np.ndarray
+
+
+def read_choice_scores(path: str, *, filter_name: str = "none") -> ChoiceScores:
+    """:class:`ChoiceScores` of a samples file (the checks of :func:`read_samples`, less the metric).
+
+    Example (one AG News line, gold "1" of four labels):
+        >>> import json, tempfile
+        >>> line = {"doc_id": 0, "target": "1", "filtered_resps": [["-2.5", "False"], ["-0.5", "True"], ["-3", "False"],
+        ...         ["-4", "False"]], "arguments": {f"gen_args_{k}": {"arg_0": "News: x\\nCategory:", "arg_1": f" {w}"}
+        ...         for k, w in enumerate(["World", "Sports", "Business", "Sci/Tech"])}}
+        >>> with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
+        ...     _ = f.write(json.dumps(line) + "\\n")
+        >>> scores = read_choice_scores(f.name)
+        >>> scores.loglikelihoods[0].tolist(), scores.continuations[0][1], int(scores.gold[0])
+        ([-2.5, -0.5, -3.0, -4.0], ' Sports', 1)
+    """
+    records = [row[4] for row in _sample_lines(path, None, filter_name)]
+    lls, continuations, gold = [], [], []
+    for record in records:
+        pairs = _choice_pairs(record) or []
+        lls.append(np.array([_float(p[0]) for p in pairs], dtype=np.float64))
+        continuations.append(tuple(_continuations(record)))
+        index = gold_choice(record, len(pairs)) if pairs else None
+        gold.append(-1 if index is None else index)
+    return ChoiceScores(np.array([r["doc_id"] for r in records], dtype=np.int64), lls, continuations,
+                        np.array(gold, dtype=np.int64))
 
 
 def read_samples(path: str, metric: str, *, filter_name: str = "none") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -118,9 +175,10 @@ def merge_targets(targets: dict[int, str | None], items: Sequence[int],
     return None
 
 
-def _sample_lines(path: str, metric: str, filter_name: str) -> list[tuple[int, float, float, str | None]]:
-    """``(doc_id, value, gold_ll, target)`` per line of ``filter_name``, sorted by ``doc_id`` (checks of :func:`read_samples`)."""
-    rows: dict[str, list[tuple[int, float, float, str | None]]] = {}
+def _sample_lines(path: str, metric: str | None, filter_name: str) -> list[tuple[int, float, float, str | None, dict]]:
+    """``(doc_id, value, gold_ll, target, record)`` per line of ``filter_name``, sorted by ``doc_id``
+    (checks of :func:`read_samples`; with ``metric`` None no value is read: NaN)."""
+    rows: dict[str, list[tuple[int, float, float, str | None, dict]]] = {}
     try:
         with open(path, "rb") as handle:
             lines = handle.read().split(b"\n")
@@ -136,17 +194,20 @@ def _sample_lines(path: str, metric: str, filter_name: str) -> list[tuple[int, f
             raise AggregationError(f"{where}: {str(err).replace(' at line 1 column ', ' at column ')}") from None
         if not isinstance(record, dict) or "doc_id" not in record:
             raise AggregationError(f"{where}: no doc_id")
-        doc_id, value = record["doc_id"], record.get(metric)
+        doc_id = record["doc_id"]
         if isinstance(doc_id, bool) or not isinstance(doc_id, int):
             raise AggregationError(f"{where}: doc_id {doc_id!r} is not an integer")
-        try:
-            number = float(value) if not isinstance(value, (list, dict, str)) else math.nan
-        except (TypeError, OverflowError):
-            number = math.nan
-        if not math.isfinite(number):
-            raise AggregationError(f"{where}: no numeric {metric!r} value")
+        number = math.nan
+        if metric is not None:
+            value = record.get(metric)
+            try:
+                number = float(value) if not isinstance(value, (list, dict, str)) else math.nan
+            except (TypeError, OverflowError):
+                number = math.nan
+            if not math.isfinite(number):
+                raise AggregationError(f"{where}: no numeric {metric!r} value")
         rows.setdefault(str(record.get("filter", "none")), []).append(
-            (doc_id, number, gold_loglikelihood(record), target_text(record.get("target"))))
+            (doc_id, number, gold_loglikelihood(record), target_text(record.get("target")), record))
     if not rows:
         raise AggregationError(f"samples file {path}: empty")
     if filter_name in rows:

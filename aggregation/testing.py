@@ -72,6 +72,8 @@ class SyntheticVariant:
     gold_ll: Sequence[float] | None = None  # per-item log-likelihood of the gold choice (default -1.0)
     n_test: int | None = None  # test sample size (default len(correct))
     targets: Sequence[str] | None = None  # each item's gold ``target`` in the samples (default "0")
+    label_scores: Sequence[Sequence[float]] | None = None  # per item, every label's log-likelihood (default: one choice)
+    labels: Sequence[str] = (" a",)  # the labels' continuations, with ``label_scores``
 
     @property
     def task_type(self) -> str:
@@ -203,14 +205,15 @@ def sample_lines(v: SyntheticVariant) -> list[dict[str, Any]]:
     doc_ids = list(v.doc_ids) if v.doc_ids is not None else list(range(len(v.correct)))
     gold = list(v.gold_ll) if v.gold_ll is not None else [-1.0] * len(v.correct)
     targets = list(v.targets) if v.targets is not None else ["0"] * len(v.correct)
-    for doc_id, c, ll, target in zip(doc_ids, v.correct, gold, targets):
+    scores = [list(row) for row in v.label_scores] if v.label_scores is not None else [[ll] for ll in gold]
+    for doc_id, c, lls, target in zip(doc_ids, v.correct, scores, targets):
         row = {
             "doc_id": doc_id,
             "doc": {"id": doc_id, "text": f"item {doc_id}"},
             "target": target,
-            "arguments": {"gen_args_0": {"arg_0": "ctx", "arg_1": " a"}},
-            "resps": [[[repr(float(ll)), "False"]]],
-            "filtered_resps": [[repr(float(ll)), "False"]],
+            "arguments": {f"gen_args_{k}": {"arg_0": "ctx", "arg_1": label} for k, label in enumerate(v.labels)},
+            "resps": [[[repr(float(ll)), "False"]] for ll in lls],
+            "filtered_resps": [[repr(float(ll)), "False"] for ll in lls],
             "filter": "none",
             "metrics": names,
             "doc_hash": f"d{doc_id}",

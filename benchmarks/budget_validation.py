@@ -32,7 +32,8 @@ given to the fit as the aggregation reads them from the samples' ``target``: ``g
   method (points), as the aggregation reports them: MAE and interval coverage (``score_contrasts``;
   with ``--full-methods ''`` the null instruction is estimated too).
 
-The observed-subset mean (each instruction's accuracy on its own cells, no model) is printed beside
+Where a grid has label scores, the crossed item-response model on the same cells is printed beside as
+``item-resp``. The observed-subset mean (each instruction's accuracy on its own cells, no model) is printed beside
 as the baseline (not for the adaptive design: there it is biased by construction), and
 so is a reference that no run can compute, ``known-b`` (``known_items_estimate``): the same cells
 with every item's effect known exactly from the full grid. Where it misses a target too, the
@@ -49,10 +50,15 @@ the subset's on any grid, coverage 90-97% pooled over the grids (and, on its own
 coverages outside 90-97%); the adaptive design at 5% at least as good as each design run at 10%,
 with each grid's ``allocation_gain`` beside it (below 2, no design at half the cells can match).
 
+The label scores (every cell's per-label log-likelihoods, the labels' token counts) are added to a
+cache from a finished full sweep of its grids with ``--add-scores DIR`` (the run's answers must be
+the cache's, cell by cell).
+
 Usage:
     python benchmarks/budget_validation.py                       # every cache in benchmarks/data
     python benchmarks/budget_validation.py --seeds 10 --budgets 0.1 --grids agnews:zs,emotion:zs
     python benchmarks/budget_validation.py --from-runs runs/full --cache benchmarks/data/budget_grid_smollm2_more.json --build-only
+    python benchmarks/budget_validation.py --add-scores runs/full --cache benchmarks/data/budget_grid_smollm2.json
 """
 
 from __future__ import annotations
@@ -125,6 +131,64 @@ def cache_from_runs(folder: Path) -> dict:
                   "test_sample": (plan.get("profile") or {}).get("test_sample")},
         "grids": grids,
     }
+
+
+def add_choice_scores(cache: dict, folder: Path, score_tokenizer: str | None = None) -> list[str]:
+    """Add each grid's label scores (``choice_scores``: every cell's per-label log-likelihoods to 4
+    decimals, one string per instruction, items in order and labels within an item; the labels' token
+    counts) to ``cache`` from a finished full sweep of the same grids in ``folder``;
+    the keys of the grids given them. Every cell's scores must give the cache's answer under its
+    metric (the run's correctness is the cache's, cell by cell), else it stops. The token counts
+    come from the results' ``choice_token_counts``, or, for results written without them, are
+    counted with ``score_tokenizer`` as ``acc_per_token`` counts them."""
+    from instructeval_aggregation import load_runs
+    from instructeval_aggregation.samples import read_choice_scores
+
+    runs = load_runs([folder])
+    by_key: dict[str, dict[str, object]] = {}
+    for v in runs.variants:
+        if v.task_type == "cls" and not v.metadata.get("budget"):
+            key = f"{v.task}:{'zs' if v.setting == 'zero_shot' else f'fs-d{v.demo_seed}'}"
+            by_key.setdefault(key, {})[f"{v.method}/{v.instruction}"] = v
+    added = []
+    for key, variants in sorted(by_key.items()):
+        grid = cache["grids"].get(key)
+        if grid is None:
+            continue
+        names = [f"{row['method']}/{row['instruction']}" for row in grid["rows"]]
+        if sorted(names) != sorted(variants):
+            raise SystemExit(f"{folder}: grid {key} has other instructions than the cache's")
+        counts = {json.dumps(v.metadata.get("choice_token_counts"), sort_keys=True) for v in variants.values()}
+        token_counts = json.loads(counts.pop()) if len(counts) == 1 else None
+        first = read_choice_scores(variants[names[0]].samples_path)
+        labels = first.continuations[0]
+        grid["metric"] = grid.get("metric") or cache.get("metric")
+        if token_counts is None and grid["metric"] == METRIC:
+            if not score_tokenizer:
+                raise SystemExit(f"{folder}: grid {key}'s results record no choice_token_counts; give --score-tokenizer")
+            from transformers import AutoTokenizer
+
+            from instructeval_tasks.scoring import continuation_token_count
+
+            tokenizer = AutoTokenizer.from_pretrained(score_tokenizer)
+            context = json.loads(Path(variants[names[0]].samples_path).read_text(encoding="utf-8").splitlines()[0])
+            context = next(iter(context["arguments"].values()))["arg_0"]
+            token_counts = {label: continuation_token_count(tokenizer, context, label) for label in labels}
+        lls = []
+        for name, row in zip(names, grid["rows"]):
+            scores = read_choice_scores(variants[name].samples_path)
+            if scores.doc_ids.tolist() != list(range(len(row["correct"]))) or any(c != labels for c in scores.continuations):
+                raise SystemExit(f"{variants[name].samples_path}: not the grid's items and labels")
+            lls.append(" ".join(f"{x:.4f}" for x in np.stack(scores.loglikelihoods).ravel()))
+        grid["choice_scores"] = {"labels": list(labels), "token_counts": token_counts, "lls": lls,
+                                 "run_fingerprint": variants[names[0]].metadata.get("run_fingerprint")}
+        from instructeval_tasks.item_response import Cells
+
+        y, _, method_of, _ = _matrix(grid)
+        rows, cols = np.nonzero(np.ones_like(y))
+        choice_grid_of(grid, Cells(rows, cols, y[rows, cols], y.shape[0], y.shape[1], method_of))  # stops on a mismatch
+        added.append(key)
+    return added
 
 
 def _labels(samples_path: str) -> list:
@@ -220,7 +284,31 @@ def choose_cells(grid: dict, key: str, fraction: float, seed: int, design: str, 
     return chosen
 
 
-ESTIMATORS = ("model", "subset", "known-b", "simulated")
+ESTIMATORS = ("model", "item-resp", "subset", "known-b", "simulated")
+
+
+def choice_grid_of(grid: dict, cells):
+    """The aggregation's label scores of ``cells`` (``instructeval_aggregation.budgeted.ChoiceGrid``)
+    from the cache's ``choice_scores`` (every cell's per-label log-likelihoods, the labels' token
+    counts), or ``None`` for a grid without them. As in a budgeted run's samples, only the observed
+    cells' scores are given; they must give the cache's answers (``choice_grid``'s check)."""
+    from instructeval_aggregation.budgeted import ChoiceGrid, choice_grid
+    from instructeval_aggregation.samples import ChoiceScores
+
+    stored = grid.get("choice_scores")
+    if not stored:
+        return None
+    labels = tuple(stored["labels"])
+    lls = np.array([[float(x) for x in row.split()] for row in stored["lls"]]).reshape(len(grid["rows"]), -1, len(labels))
+    gold = np.array([int(x) for x in grid["labels"]])
+    scored = []
+    for i in range(cells.n_rows):
+        items = np.sort(cells.cols[cells.rows == i])
+        scored.append((i, ChoiceScores(items, list(lls[i, items]), [labels] * len(items), gold[items])))
+    built = choice_grid(cells, scored, grid["metric"], [stored.get("token_counts")])
+    if not isinstance(built, ChoiceGrid):
+        raise SystemExit(f"grid {grid['task']}:{grid['setting']}: its choice_scores are not usable: {built}")
+    return built
 _FULL_FITS: dict[tuple[str, int], object] = {}
 
 
@@ -265,8 +353,9 @@ def evaluate_grid(grid: dict, fraction: float, seed: int, n_draws: int, key: str
     for the adaptive and the extended designs, the observed-subset means (``subset``) and the
     reference ``known-b``; with ``simulated``, the reference ``simulated`` too (the same design and
     estimator on ``simulated_grid``, scored against its own exact accuracies)."""
-    if simulated:
-        redrawn = evaluate_grid(simulated_grid(grid, key, seed), fraction, seed, n_draws, key, design,
+    if simulated:  # (outcomes redrawn from the crossed model have no label scores: there it is the estimator)
+        redrawn = evaluate_grid({k: v for k, v in simulated_grid(grid, key, seed).items() if k != "choice_scores"},
+                                fraction, seed, n_draws, key, design,
                                 min_items=min_items, full_methods=full_methods, extend_from=extend_from)
         return {**evaluate_grid(grid, fraction, seed, n_draws, key, design, min_items=min_items,
                                 full_methods=full_methods, extend_from=extend_from), "simulated": redrawn["model"]}
@@ -282,7 +371,9 @@ def evaluate_grid(grid: dict, fraction: float, seed: int, n_draws: int, key: str
     rows = np.concatenate([np.full(len(chosen[name]), i) for i, name in enumerate(names)])
     cols = np.concatenate([np.array(chosen[name], dtype=int) for name in names])
     cells = Cells(rows, cols, y[rows, cols], m, n, method_of, grid_classes(grid))
-    est = estimate_grid(cells, n_boot=n_draws, level=0.95, rng=rng_for("budget-validation", key, fraction, seed, design))
+    choice = choice_grid_of(grid, cells)
+    seeded = lambda: rng_for("budget-validation", key, fraction, seed, design)  # noqa: E731
+    est = estimate_grid(cells, n_boot=n_draws, level=0.95, rng=seeded(), choice=choice)
     truth = y.mean(axis=1)
     share = cells.y.size / (m * n)
     estimated = [k for k, method in enumerate(methods) if method not in full_methods]
@@ -293,12 +384,21 @@ def evaluate_grid(grid: dict, fraction: float, seed: int, n_draws: int, key: str
 
     row_methods = [methods[k] for k in method_of]
     contrasts = lambda values, draws: score_contrasts(values, truth, row_methods, [methods[k] for k in estimated], draws)  # noqa: E731
-    model = dataclasses.replace(score(est.point, est.quantiles, est.replicates), **contrasts(est.point, est.replicates))
+    def scored(e) -> Scores:
+        interval = (e.quantile_low, e.quantile_high) if e.replicates is not None else None
+        return dataclasses.replace(score_estimates(e.point, e.quantiles, truth, method_of, estimated, share=share,
+                                                   draws=e.replicates, quantile_interval=interval),
+                                   **contrasts(e.point, e.replicates))
+
+    model = scored(est)
+    # where the grid has label scores, the crossed item-response model on the same cells, beside
+    crossed = {"item-resp": scored(estimate_grid(cells, n_boot=n_draws, level=0.95, rng=seeded()))} if choice else {}
     if design in ("adaptive", "extended"):  # the later rounds choose cells by their scores: the subset is biased
-        return {"model": model}
+        return {"model": model, **crossed}
     subset = np.array([y[i, chosen[name]].mean() for i, name in enumerate(names)])
     known = known_items_estimate(y, [chosen[name] for name in names])
-    return {"model": model, "subset": dataclasses.replace(score(subset, np.quantile(subset, QS), None), **contrasts(subset, None)),
+    return {"model": model, **crossed,
+            "subset": dataclasses.replace(score(subset, np.quantile(subset, QS), None), **contrasts(subset, None)),
             "known-b": dataclasses.replace(score(known, np.quantile(known, QS), None), **contrasts(known, None))}
 
 
@@ -441,10 +541,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model-dir", default=str(ROOT / "models" / "smollm2"))
     parser.add_argument("--data-dir", default=str(ROOT.parent / "shared" / "data"))
     parser.add_argument("--build-only", action="store_true", help="write the cache and stop")
+    parser.add_argument("--add-scores", type=Path, default=None, metavar="DIR",
+                        help="add the label scores of a finished full sweep of the same grids to --cache, and stop")
+    parser.add_argument("--score-tokenizer", default=None,
+                        help="with --add-scores, for results without choice_token_counts: the tokenizer that counts "
+                             "acc_per_token's continuation tokens")
     parser.add_argument("--work", type=Path, default=ROOT / "runs" / "budget_grid")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
 
+    if args.add_scores:
+        if not args.cache:
+            raise SystemExit("--add-scores needs --cache FILE")
+        data = json.loads(args.cache.read_text(encoding="utf-8"))
+        added = add_choice_scores(data, args.add_scores, args.score_tokenizer)
+        args.cache.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        print(f"{args.cache}: label scores added to {', '.join(added) or 'no grid'}")
+        return 0
     if args.rebuild or args.from_runs:
         target = args.cache or CACHE
         folder = args.from_runs or rebuild(args.model_dir, args.data_dir, args.work, args.threads)
@@ -608,7 +721,7 @@ def _verdicts(results: dict, keys: list[str], gains: dict[str, float] | None = N
     at = lambda f, d, k, e: results.get((f, d, k, e), [])  # noqa: E731
     designs = [d for d in dict.fromkeys((DEFAULT_DESIGN, "uniform")) if at(0.1, d, keys[0], "model")]
     for design in designs:
-        print(f"targets at 10% ({design} design, item-response estimates):")
+        print(f"targets at 10% ({design} design, the aggregation's estimates):")
         failures = []
         for key in keys:
             model, subset = at(0.1, design, key, "model"), at(0.1, design, key, "subset")

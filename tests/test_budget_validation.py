@@ -160,3 +160,41 @@ def test_the_extended_design_keeps_its_first_cells_and_ends_at_the_design_s_cell
     assert all(set(first[name]) <= set(extended[name]) for name in first)
     assert sum(map(len, extended.values())) == dealt_cells(methods, 40, Budget(0.3, min_items=1))
     assert len(extended["null/0"]) == 40  # the full method stays on every item, frozen in the rounds
+
+
+def _scored_grid(seed: int = 0, m: int = 9, n: int = 40) -> dict:
+    """A cache grid whose rows' answers come from label scores kept beside them (``choice_scores``)."""
+    rng = np.random.default_rng(seed)
+    gold = np.arange(n) % 2
+    z = rng.normal(0, 1, (n, 2))[None] + rng.normal(0, 1, (m, 1, 2)) + rng.normal(0, 0.3, (m, n, 2))
+    counts = {" yes": 1, " no": 2}
+    lls = z * np.array([1.0, 2.0])
+    y = (z.argmax(-1) == gold[None]).astype(int)
+    methods = ["null"] + ["generic"] * 4 + ["adhoc"] * 4
+    return {"task": "boolq", "setting": "zero_shot", "metric": "acc_per_token", "labels": [str(g) for g in gold],
+            "rows": [{"method": methods[i], "instruction": f"i{i}", "correct": "".join(map(str, y[i]))} for i in range(m)],
+            "choice_scores": {"labels": list(counts), "token_counts": counts,
+                              "lls": [" ".join(f"{x:.4f}" for x in lls[i].ravel()) for i in range(m)]}}
+
+
+def test_a_grid_with_label_scores_is_estimated_from_them_with_the_crossed_model_beside():
+    from budget_validation import evaluate_grid
+
+    scores = evaluate_grid(_scored_grid(), 0.25, 0, 50, "boolq:zs", "balanced", min_items=1, full_methods=("null",))
+    assert {"model", "item-resp", "subset", "known-b"} <= set(scores)
+    assert scores["model"].instr_mae != scores["item-resp"].instr_mae  # two estimators, not one twice
+    plain = {k: v for k, v in _scored_grid().items() if k != "choice_scores"}
+    again = evaluate_grid(plain, 0.25, 0, 50, "boolq:zs", "balanced", min_items=1, full_methods=("null",))
+    assert "item-resp" not in again and again["model"].instr_mae == pytest.approx(scores["item-resp"].instr_mae)
+
+
+def test_label_scores_that_do_not_give_the_cache_s_answers_stop_the_benchmark():
+    from budget_validation import evaluate_grid
+
+    grid = _scored_grid()
+    row = grid["rows"][1]
+    row["correct"] = ("1" if row["correct"][0] == "0" else "0") + row["correct"][1:]
+    grid["rows"][1] = row
+    with pytest.raises(SystemExit, match="its choice_scores are not usable: the label scores give another answer"):
+        for seed in range(4):  # until item 0 of instruction 1 is among the chosen cells
+            evaluate_grid(grid, 0.5, seed, 10, "boolq:zs", "uniform", min_items=1, full_methods=("null",))

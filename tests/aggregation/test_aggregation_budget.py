@@ -316,3 +316,85 @@ def test_the_difference_to_an_estimated_null_covers_the_full_grid_s_difference()
     assert np.mean(covered) >= 0.85  # 24 intervals at nominal 95%
     # and narrower than the null's own cells allow: the item effects, seen under every instruction, carry over
     assert np.mean(widths) < 0.85 * np.mean(naive)
+
+
+# --------------------------------------------------------------------------- label scores
+
+LABELS = (" World", " Sports", " Business", " Sci/Tech")
+LABEL_TOKENS = {" World": 1, " Sports": 1, " Business": 1, " Sci/Tech": 3}
+
+
+def _label_scores(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(lls, per_token, gold)``: every label's log-likelihood on a 7 x 40 grid whose per-token scores
+    follow the choice-score model (item leans, instruction pulls, noise), and the gold labels."""
+    rng = np.random.default_rng(seed)
+    gold = np.arange(N_ITEMS) % 4
+    lean = rng.normal(0, 1, (N_ITEMS, 4)) + 0.9 * (np.arange(4)[None, :] == gold[:, None])
+    pull = rng.normal(0, 1.0, (len(INSTRUCTIONS), 4))
+    per_token = lean[None] + pull[:, None] + rng.normal(0, 0.3, (len(INSTRUCTIONS), N_ITEMS, 4))
+    return per_token * np.array([LABEL_TOKENS[label] for label in LABELS]), per_token, gold
+
+
+def _scored_run(folder, seed: int = 3, *, token_counts: bool = True, flip: bool = False):
+    lls, per_token, gold = _label_scores(seed)
+    y = (per_token.argmax(axis=-1) == gold[None]).astype(float)
+    names = [f"instructeval_agnews__{iid}__zs" for _, iid in INSTRUCTIONS]
+    cells = assign_cells(names, list(gold), Budget(0.25, min_items=4), "agnews:zs")
+    variants = []
+    for i, ((method, iid), name) in enumerate(zip(INSTRUCTIONS, names)):
+        items = cells[name]
+        correct = list(y[i, items])
+        if flip and i == 1:
+            correct[0] = 1.0 - correct[0]  # a metric value the scores do not give
+        budget = {"fraction": 0.25, "seed": 0, "min_items": 4, "grid": "agnews:zs", "items": items, "n_items": N_ITEMS,
+                  "grid_cells": sum(map(len, cells.values())), "grid_size": N_ITEMS * len(names), "design": "balanced"}
+        meta = {"budget": budget, **({"choice_token_counts": LABEL_TOKENS} if token_counts else {})}
+        variants.append(SyntheticVariant("agnews", method, iid, "zero_shot", correct=correct, doc_ids=items, n_test=N_ITEMS,
+                                         metadata=meta, targets=[str(gold[j]) for j in items],
+                                         label_scores=lls[i, items].tolist(), labels=LABELS))
+    write_run(folder, "model-a", variants)
+    return y
+
+
+def test_a_classification_grid_is_estimated_from_its_label_scores(tmp_path):
+    errors: dict[str, list[float]] = {"scores": [], "item-response": []}
+    for seed in range(3, 9):
+        y = _scored_run(tmp_path / f"scored{seed}", seed)
+        _scored_run(tmp_path / f"plain{seed}", seed, token_counts=False)
+        for name, folder in (("scores", f"scored{seed}"), ("item-response", f"plain{seed}")):
+            result = aggregate(load_runs([tmp_path / folder]), n_boot=0, irt_boot=100)
+            grid = result.budget.grids.iloc[0]
+            assert grid["estimator"].startswith("choice scores (log-likelihood per token of 4 labels)" if name == "scores"
+                                                else "item-response (acc_per_token needs the labels' token counts")
+            estimates = result.budget.instructions.set_index("instruction")["estimate"]
+            rows = [k for k, (method, _) in enumerate(INSTRUCTIONS) if method != "null"]
+            errors[name].append(np.mean([abs(estimates[INSTRUCTIONS[k][1]] - y[k].mean()) for k in rows]))
+            assert not [i for i in result.issues if i.code == "budget"]
+    # the labels' scores say more than the answers: the unobserved cells are predicted closer
+    # (per-instruction error over six grids: 3.5 against 5.5 points)
+    assert np.mean(errors["scores"]) < 0.7 * np.mean(errors["item-response"])
+    write_report(result, tmp_path / "report")  # the last one: without token counts
+    html = (tmp_path / "report" / "report.html").read_text()
+    assert "effects per gold class (4 classes)" in html and "estimated from the" not in html
+    result = aggregate(load_runs([tmp_path / "scored3"]), n_boot=0, irt_boot=50)
+    write_report(result, tmp_path / "report_scored")
+    html = (tmp_path / "report_scored" / "report.html").read_text()
+    assert "estimated from the log-likelihood per token of 4 labels of the observed cells" in html
+    assert "estimator" in (tmp_path / "report_scored" / "data" / "budget_grids.csv").read_text().splitlines()[0]
+
+
+def test_label_scores_that_give_another_answer_than_the_metric_are_not_used(tmp_path):
+    _scored_run(tmp_path / "runs", flip=True)
+    result = aggregate(load_runs([tmp_path / "runs"]), n_boot=0, irt_boot=0)
+    assert result.budget.grids["estimator"].tolist() == [
+        "item-response (the label scores give another answer than acc_per_token on 1 cells)"]
+
+
+def test_choice_score_intervals_cover_the_full_grid(tmp_path):
+    inside = []
+    for seed in (3, 4, 5, 6):
+        y = _scored_run(tmp_path / f"runs{seed}", seed)
+        frame = aggregate(load_runs([tmp_path / f"runs{seed}"]), n_boot=0, irt_boot=200).budget.instructions
+        truth = {iid: y[k].mean() for k, (_, iid) in enumerate(INSTRUCTIONS)}
+        inside += [row.ci_low - 1e-9 <= truth[row.instruction] <= row.ci_high + 1e-9 for row in frame.itertuples()]
+    assert np.mean(inside) >= 0.85

@@ -310,6 +310,9 @@ def test_an_adaptive_budget_adds_rounds_of_new_cells_up_to_the_uniform_total(tmp
     grid = result.budget.grids.iloc[0]
     assert grid["observed_cells"] == sum(map(len, cells.values())) and grid["n_instructions"] == 6
     assert grid["item_classes"] == 4  # AG News's four labels, read from the harness's per-sample targets
+    # every label's log-likelihood in the harness's samples, the labels' token counts in the results:
+    # the grid is estimated from the label scores, the rounds' cells with the first slice's
+    assert grid["estimator"] == "choice scores (log-likelihood per token of 4 labels)"
     assert len(result.budget.instructions) == 6  # one row per instruction, its rounds joined
     assert sorted(result.instructions["instruction"]) == sorted(v["meta"]["instruction_id"] for v in first.values())
 

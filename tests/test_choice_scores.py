@@ -1,0 +1,80 @@
+"""The choice-score estimator of a budgeted classification grid (instructeval_tasks.choice_scores)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from instructeval_tasks.choice_scores import (centred, choice_score_accuracy, choice_score_draws, fit_choice_scores,
+                                              fit_scores, gold_margins)
+
+
+def _grid(seed: int, m: int = 12, n: int = 60, k: int = 3, noise: float = 0.3):
+    rng = np.random.default_rng(seed)
+    gold = np.arange(n) % k
+    lean = rng.normal(0, 1, (n, k)) + 0.8 * (np.arange(k)[None] == gold[:, None])
+    scale = 1 + rng.normal(0, 0.2, m)
+    z = scale[:, None, None] * lean[None] + rng.normal(0, 0.8, (m, k))[:, None] + rng.normal(0, noise, (m, n, k))
+    return z, gold, (z.argmax(-1) == gold[None]).astype(float)
+
+
+def _observed(seed: int, shape: tuple[int, int], share: float) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    observed = rng.random(shape) < share
+    observed[0] = True  # a fully observed "null" instruction, as the default budget has
+    return observed
+
+
+def test_gold_margins_are_the_gold_score_minus_the_best_other():
+    predicted = np.array([[[2.0, 0.5, 1.0], [0.0, 3.0, -1.0]]])  # one instruction, two items
+    assert gold_margins(predicted, np.array([0, 2])).tolist() == [[1.0, -4.0]]
+
+
+def test_centring_leaves_the_answer_and_removes_what_all_labels_share():
+    z = np.array([[[1.0, 2.0, 6.0]]])
+    assert centred(z).tolist() == [[[-2.0, -1.0, 3.0]]]
+    assert centred(z + 5).tolist() == centred(z).tolist()
+
+
+def test_the_score_stage_predicts_unseen_cells_of_an_exact_model():
+    z, _, _ = _grid(0, noise=0.0)
+    observed = _observed(1, z.shape[:2], 0.3)
+    predicted = fit_scores(centred(z), observed, np.zeros(z.shape[0], dtype=int))
+    error = np.abs(predicted - centred(z))[~observed].mean()
+    spread = np.abs(centred(z)).mean()
+    assert error < 0.15 * spread  # the ridge penalty aside, the unseen scores are recovered (0.09 here)
+
+
+def test_a_full_grid_gives_back_its_exact_accuracies():
+    z, gold, y = _grid(2)
+    observed = np.ones(y.shape, dtype=bool)
+    fit = fit_choice_scores(z, observed, y, gold, np.zeros(y.shape[0], dtype=int))
+    assert np.allclose(choice_score_accuracy(fit, observed, y), y.mean(axis=1))
+    draws = choice_score_draws(fit, observed, y, 20, np.random.default_rng(0))
+    assert np.allclose(draws, y.mean(axis=1)[None])
+
+
+def test_the_estimates_track_the_instructions_and_the_draws_cover_them():
+    errors, inside = [], []
+    for seed in range(4):
+        z, gold, y = _grid(10 + seed)
+        observed = _observed(20 + seed, y.shape, 0.2)
+        groups = np.array([0] + [1] * 5 + [2] * 6)
+        fit = fit_choice_scores(z, observed, y, gold, groups)
+        point = choice_score_accuracy(fit, observed, y)
+        subset = np.array([y[i, observed[i]].mean() for i in range(y.shape[0])])
+        errors.append((np.abs(point - y.mean(1))[1:].mean(), np.abs(subset - y.mean(1))[1:].mean()))
+        draws = choice_score_draws(fit, observed, y, 200, np.random.default_rng(seed))
+        lo, hi = np.quantile(draws, [0.025, 0.975], axis=0)
+        inside += list(((lo <= y.mean(1)) & (y.mean(1) <= hi))[1:])
+    model, subset = np.mean(errors, axis=0)
+    assert model < 0.6 * subset  # closer than each instruction's own observed cells
+    assert 0.85 <= np.mean(inside) <= 1.0
+
+
+def test_draws_are_seeded():
+    z, gold, y = _grid(3)
+    observed = _observed(4, y.shape, 0.25)
+    fit = fit_choice_scores(z, observed, y, gold, np.zeros(y.shape[0], dtype=int))
+    one = choice_score_draws(fit, observed, y, 30, np.random.default_rng(7))
+    assert np.array_equal(one, choice_score_draws(fit, observed, y, 30, np.random.default_rng(7)))
+    assert np.allclose(one[:, 0], y[0].mean())  # a fully observed instruction is exact in every draw
