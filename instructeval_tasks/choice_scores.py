@@ -19,10 +19,12 @@ item's lean, so the unobserved cells are predicted from them in two stages:
 
 2. **Correctness.** A logistic model calibrates the margins on the observed cells' answers:
 
-       P(y_ij = 1) = sigmoid(alpha_m(i) + gamma_m(i) x_ij + u_i + v_j)
+       P(y_ij = 1) = sigmoid(alpha_m(i),g(j) + gamma_m(i) x_ij + u_i,g(j) + v_j)
 
-   ``alpha``, ``gamma`` one per method with a ``N(0, 2^2)`` prior; instruction and item effects
-   ``u_i ~ N(0, s_u^2)``, ``v_j ~ N(0, s_v^2)``, their SDs by marginal likelihood (Laplace EM: after
+   ``alpha`` one per method and gold label, ``gamma`` one per method, each with a ``N(0, 2^2)``
+   prior (what is left of a method's and an instruction's lean toward a label once the margins
+   have it, as in the crossed model's class effects); instruction and item effects
+   ``u_i,c ~ N(0, s_u^2)``, ``v_j ~ N(0, s_v^2)``, their SDs by marginal likelihood (Laplace EM: after
    each fit, ``s^2 <- mean(mode^2 + posterior variance)``, from 1 until they change by less than
    0.1%); each fit's mode by L-BFGS.
 
@@ -38,16 +40,18 @@ quantiles, their intervals the draws' percentile intervals moved by the estimate
 mean (each draw's Bernoulli noise widens its spread of instructions).
 
 Measured on SmolLM2's full grids at 10% (balanced design, 10 seeds; ``benchmarks/budget_validation.py``),
-against the crossed item-response model on the same cells: see ``aggregation/README.md``.
+against the crossed item-response model on the same cells: see the README, *Budgeted sweeps*.
 
-Example (two labels; instruction 1 answers label 0 more readily; item 3 leans to label 1):
+Example (two labels, items 0-2 of label 0, items 3-5 of label 1; instruction 1 pulls toward label 0
+so hard that it answers 0 everywhere; each instruction's unseen items are predicted):
     >>> import numpy as np
-    >>> z = np.zeros((2, 4, 2)); z[:, :, 0] = [[0.5, 0.4, 0.6, -0.5], [1.5, 1.4, 1.6, 0.5]]
-    >>> observed = np.array([[1, 1, 1, 0], [1, 1, 0, 1]], dtype=bool)
-    >>> gold = np.array([0, 0, 0, 1]); y = (z.argmax(-1) == gold).astype(float)
+    >>> lean = np.array([1.0, 0.8, 1.2, -1.0, -0.8, -1.2])  # label 0's score minus label 1's, per item
+    >>> z = np.zeros((2, 6, 2)); z[0, :, 0] = lean; z[1, :, 0] = lean + 1.5
+    >>> observed = np.array([[1, 1, 0, 1, 1, 0], [1, 0, 1, 1, 0, 1]], dtype=bool)
+    >>> gold = np.array([0, 0, 0, 1, 1, 1]); y = (z.argmax(-1) == gold).astype(float)
     >>> fit = fit_choice_scores(z, observed, y, gold, np.array([0, 0]))
-    >>> bool(fit.probabilities[0, 3] > 0.5), bool(fit.probabilities[1, 2] > 0.5)
-    (True, True)
+    >>> (fit.probabilities[:, [2, 5]] > 0.5).tolist(), (fit.probabilities[:, [1, 4]] > 0.5).tolist()
+    ([[True, True], [True, False]], [[True, True], [True, False]])
 """
 
 from __future__ import annotations
@@ -74,8 +78,7 @@ class ChoiceScoreFit:
     probabilities: np.ndarray  # n_rows x n_cols
     theta: np.ndarray
     hessian: np.ndarray
-    groups: np.ndarray
-    n_groups: int
+    design: "_Calibration"
     s_u: float  # the instruction effects' SD (logits), by marginal likelihood
     s_v: float  # the item effects'
 
@@ -118,27 +121,38 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 
 
 class _Calibration:
-    """Stage 2's design: ``theta = (alpha, gamma, u, v)`` and its linear predictor on any cells."""
+    """Stage 2's design: ``theta = (alpha, gamma, u, v)`` (``alpha`` one per method and gold label,
+    ``gamma`` one per method, ``u`` one per instruction and gold label, ``v`` one per item) and its
+    linear predictor on any cells."""
 
-    def __init__(self, groups: np.ndarray, n_groups: int, n_rows: int, n_cols: int):
+    def __init__(self, groups: np.ndarray, n_groups: int, n_rows: int, n_cols: int, classes: np.ndarray):
         self.groups, self.q, self.m, self.n = groups, n_groups, n_rows, n_cols
-        self.size = 2 * n_groups + n_rows + n_cols
-        self.precision = np.concatenate([np.full(2 * n_groups, CALIBRATION_PRIOR_SD ** -2),
-                                         np.full(n_rows + n_cols, START_SD ** -2)])
+        self.classes = classes
+        self.ca = self.cu = int(classes.max()) + 1
+        self.na, self.nu = n_groups * self.ca, n_rows * self.cu
+        self.size = self.na + n_groups + self.nu + n_cols
+        self.u_at = self.na + n_groups
+        self.v_at = self.u_at + self.nu
+        self.precision = np.concatenate([np.full(self.na + n_groups, CALIBRATION_PRIOR_SD ** -2),
+                                         np.full(self.nu + n_cols, START_SD ** -2)])
+
+    def _index(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        g, c = self.groups[rows], self.classes[cols]
+        a = g * self.ca + c
+        u = self.u_at + rows * self.cu + c
+        return np.stack([a, self.na + g, u, self.v_at + cols], axis=1)
 
     def eta(self, theta: np.ndarray, rows: np.ndarray, cols: np.ndarray, x: np.ndarray) -> np.ndarray:
-        q, m = self.q, self.m
-        g = self.groups[rows]
-        return theta[:q][g] + theta[q:2 * q][g] * x + theta[2 * q:2 * q + m][rows] + theta[2 * q + m:][cols]
+        index = self._index(rows, cols)
+        return theta[index[:, 0]] + theta[index[:, 1]] * x + theta[index[:, 2]] + theta[index[:, 3]]
 
     def gradient_parts(self, rows: np.ndarray, cols: np.ndarray, x: np.ndarray, r: np.ndarray) -> np.ndarray:
-        g = self.groups[rows]
-        return np.concatenate([np.bincount(g, r, self.q), np.bincount(g, r * x, self.q),
-                               np.bincount(rows, r, self.m), np.bincount(cols, r, self.n)])
+        index = self._index(rows, cols)
+        values = np.stack([r, r * x, r, r], axis=1)
+        return np.bincount(index.ravel(), values.ravel(), self.size)
 
     def hessian(self, rows: np.ndarray, cols: np.ndarray, x: np.ndarray, weight: np.ndarray) -> np.ndarray:
-        q, m = self.q, self.m
-        index = np.stack([self.groups[rows], q + self.groups[rows], 2 * q + rows, 2 * q + m + cols], axis=1)
+        index = self._index(rows, cols)
         value = np.stack([np.ones_like(x), x, np.ones_like(x), np.ones_like(x)], axis=1)
         h = np.zeros((self.size, self.size))
         for a in range(4):
@@ -157,7 +171,7 @@ def fit_choice_scores(scores: np.ndarray, observed: np.ndarray, y: np.ndarray, g
     groups = np.asarray(groups, dtype=int)
     m, n, _ = scores.shape
     x = gold_margins(fit_scores(centred(scores), observed, groups), gold)
-    design = _Calibration(groups, int(groups.max()) + 1, m, n)
+    design = _Calibration(groups, int(groups.max()) + 1, m, n, np.asarray(gold, dtype=int))
     rows, cols = np.nonzero(observed)
     xo, yo = x[rows, cols], y[rows, cols]
 
@@ -167,8 +181,8 @@ def fit_choice_scores(scores: np.ndarray, observed: np.ndarray, y: np.ndarray, g
         return loss, design.gradient_parts(rows, cols, xo, _sigmoid(eta) - yo) + design.precision * theta
 
     theta = np.zeros(design.size)
-    theta[design.q:2 * design.q] = 1.0
-    first, last = 2 * design.q, 2 * design.q + m  # u_i is theta[first:last], v_j theta[last:]
+    theta[design.na:design.na + design.q] = 1.0
+    first, last = design.u_at, design.v_at  # u is theta[first:last], v theta[last:]
     for _ in range(EM_ROUNDS):
         theta = minimize(objective, theta, jac=True, method="L-BFGS-B").x
         p = _sigmoid(design.eta(theta, rows, cols, xo))
@@ -182,7 +196,7 @@ def fit_choice_scores(scores: np.ndarray, observed: np.ndarray, y: np.ndarray, g
             break
     all_rows, all_cols = np.indices((m, n))
     probabilities = _sigmoid(design.eta(theta, all_rows.ravel(), all_cols.ravel(), x.ravel())).reshape(m, n)
-    return ChoiceScoreFit(x, probabilities, theta, hessian, groups, design.q,
+    return ChoiceScoreFit(x, probabilities, theta, hessian, design,
                           s_u=float(design.precision[first] ** -0.5), s_v=float(design.precision[last] ** -0.5))
 
 
@@ -196,7 +210,7 @@ def choice_score_draws(fit: ChoiceScoreFit, observed: np.ndarray, y: np.ndarray,
     """``n_draws x n_rows`` accuracies on the full grid (module doc: Laplace draws of the calibration,
     a Bernoulli outcome per unobserved cell)."""
     m, n = fit.probabilities.shape
-    design = _Calibration(fit.groups, fit.n_groups, m, n)
+    design = fit.design
     root = np.linalg.cholesky(np.linalg.inv(fit.hessian))
     all_rows, all_cols = np.indices((m, n))
     rows, cols, x = all_rows.ravel(), all_cols.ravel(), fit.margins.ravel()
