@@ -107,8 +107,8 @@ def _estimator_words(row: Mapping) -> str:
     estimator = str(row.get("estimator") or "")
     sds = f"SDs (logits): instruction {row['s_instruction']:.3f}, item {row['s_item']:.3f}"
     if estimator.startswith("choice scores"):
-        return (f"estimated from the {estimator.split('(', 1)[-1].rstrip(')')} of the observed cells "
-                f"(each item's lean and each instruction's pull toward each label, calibrated on the answers); {sds}")
+        return (f"estimated from the observed cells' label scores ({estimator.split('(', 1)[-1].rstrip(')')}): each "
+                f"item's lean and each instruction's pull toward each label, calibrated on the answers; {sds}")
     return f"{sds}; {_class_words(int(row['item_classes']))}"
 
 

@@ -375,11 +375,11 @@ def test_a_classification_grid_is_estimated_from_its_label_scores(tmp_path):
     assert np.mean(errors["scores"]) < 0.7 * np.mean(errors["item-response"])
     write_report(result, tmp_path / "report")  # the last one: without token counts
     html = (tmp_path / "report" / "report.html").read_text()
-    assert "effects per gold class (4 classes)" in html and "estimated from the" not in html
+    assert "effects per gold class (4 classes)" in html and "label scores (" not in html
     result = aggregate(load_runs([tmp_path / "scored3"]), n_boot=0, irt_boot=50)
     write_report(result, tmp_path / "report_scored")
     html = (tmp_path / "report_scored" / "report.html").read_text()
-    assert "estimated from the log-likelihood per token of 4 labels of the observed cells" in html
+    assert "estimated from the observed cells' label scores (log-likelihood per token of 4 labels)" in html.replace("&#x27;", "'")
     assert "estimator" in (tmp_path / "report_scored" / "data" / "budget_grids.csv").read_text().splitlines()[0]
 
 
