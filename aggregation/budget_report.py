@@ -13,7 +13,7 @@ from typing import Callable, Mapping
 import numpy as np
 import pandas as pd
 
-from .budgeted import BudgetEstimates
+from .budgeted import CHOICE_SCORES, BudgetEstimates
 
 FRAMES = ("grids", "instructions", "methods", "quantiles", "best")
 
@@ -81,7 +81,11 @@ def budget_plots(estimates: BudgetEstimates, folder: Path) -> list[Path]:
             ax.set_yticks(y, [f"{m}/{i}" for m, i in zip(part["method"], part["instruction"])], fontsize=6)
         else:
             ax.set_yticks([])
-        ax.set_xlabel("estimated accuracy (item-response model)")
+        estimator = estimates.grids[(estimates.grids["model"] == model) & (estimates.grids["task"] == task)
+                                    & (estimates.grids["grid"] == grid)]["estimator"]
+        words = "from the label scores" if len(estimator) and str(estimator.iloc[0]).startswith(CHOICE_SCORES) \
+            else "item-response model"
+        ax.set_xlabel(f"estimated accuracy ({words})")
         ax.set_title(f"{model} / {task} / {grid}: estimates from a budgeted sweep", fontsize=9)
         ax.legend(fontsize=7, frameon=False, loc="lower right")
         paths += _save(fig, folder, figure_stem(model, task, grid))
