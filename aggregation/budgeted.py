@@ -47,7 +47,7 @@ from .bootstrap import rng_for
 from .issues import AggregationError, IssueLog
 from .records import VariantResult
 from .relative_gain import method_mean_gains
-from .samples import ChoiceScores, merge_targets, read_choice_scores, read_sample_targets
+from .samples import ChoiceScores, merge_targets, read_sample_targets, read_targets_and_choices
 
 BUDGET_KEY = "budget"
 QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
@@ -134,7 +134,8 @@ def _grid_cells(variants: Sequence[VariantResult], metric: str,
     for v in variants:
         members.setdefault((v.method, v.instruction), []).append(v)
     rows, cols, ys, row_variants = [], [], [], []
-    scored: list[tuple[int, ChoiceScores | str]] = []
+    wants_scores = variants[0].task_type == "cls" and metric in SCORE_METRICS
+    scored: list[tuple[int, ChoiceScores]] = []
     targets: dict[int, str | None] = {}
     for i, group in enumerate(members.values()):
         seen: set[int] = set()
@@ -145,7 +146,11 @@ def _grid_cells(variants: Sequence[VariantResult], metric: str,
                              f"(run without --no-log-samples)", file=v.file, variant=v.name)
                 return None
             try:
-                doc_ids, values, gold = read_sample_targets(v.samples_path, metric)
+                if wants_scores:
+                    doc_ids, values, gold, choices = read_targets_and_choices(v.samples_path, metric)
+                    scored.append((i, choices))
+                else:
+                    doc_ids, values, gold = read_sample_targets(v.samples_path, metric)
             except AggregationError as err:
                 issues.error("budget", str(err), file=v.samples_path, variant=v.name)
                 return None
@@ -172,11 +177,6 @@ def _grid_cells(variants: Sequence[VariantResult], metric: str,
             rows.append(np.full(len(doc_ids), i))
             cols.append(doc_ids)
             ys.append(values)
-            if v.task_type == "cls" and metric in SCORE_METRICS:
-                try:
-                    scored.append((i, read_choice_scores(v.samples_path)))
-                except AggregationError as err:
-                    scored.append((i, str(err)))
         row_variants.append(group)
     classes = None
     if variants[0].task_type != "gqa":  # open answers are no classes
@@ -199,12 +199,12 @@ def _grid_cells(variants: Sequence[VariantResult], metric: str,
     sums = np.bincount(cells.rows, cells.y, minlength=cells.n_rows)
     observed = [float(total / count) if count else float("nan") for total, count in zip(sums, counts)]
     choice: ChoiceGrid | str = "not a classification grid scored by acc or acc_per_token"
-    if variants[0].task_type == "cls" and metric in SCORE_METRICS:
+    if wants_scores:
         choice = choice_grid(cells, scored, metric, [v.metadata.get("choice_token_counts") for v in variants])
     return cells, observed, row_variants, choice
 
 
-def choice_grid(cells: Cells, scored: Sequence[tuple[int, ChoiceScores | str]], metric: str,
+def choice_grid(cells: Cells, scored: Sequence[tuple[int, ChoiceScores]], metric: str,
                 token_counts: Sequence[object]) -> ChoiceGrid | str:
     """The label scores ``z_ijk`` of every observed cell under ``metric``'s rule (``acc``: the
     log-likelihood; ``acc_per_token``: per continuation token, the counts from the results'
@@ -234,8 +234,6 @@ def choice_grid(cells: Cells, scored: Sequence[tuple[int, ChoiceScores | str]], 
     scores = np.full((cells.n_rows, cells.n_cols, 0), np.nan)
     gold = np.full(cells.n_cols, -1)
     for row, lines in scored:
-        if isinstance(lines, str):
-            return lines
         for doc_id, lls, continuations, g in zip(lines.doc_ids, lines.loglikelihoods, lines.continuations, lines.gold):
             if labels is None:
                 labels = continuations
@@ -320,43 +318,35 @@ def estimate_grid(cells: Cells, *, n_boot: int, level: float, rng: np.random.Gen
                   choice: ChoiceGrid | None = None) -> GridEstimate:
     """Fit ``cells``, estimate every instruction's accuracy and (``n_boot > 0``) draw the grid ``n_boot`` times:
     from the label scores (``instructeval_tasks.choice_scores``) where ``choice`` gives them, else by the
-    crossed item-response model."""
+    crossed item-response model.
+
+    The crossed model's quantiles across instructions are the draws' mean quantiles (its estimates
+    are pulled toward their method's); the label scores' are the estimates' own, their intervals the
+    draws' percentiles moved by the estimate minus the draws' mean."""
     if choice is not None:
-        return _choice_estimate(cells, choice, n_boot=n_boot, level=level, rng=rng)
-    fit = fit_crossed(cells)
-    point = instruction_accuracy(fit, cells)
+        y, observed = cells.matrices()
+        fit: CrossedFit | ChoiceScoreFit = fit_choice_scores(choice.scores, observed, y, choice.gold, cells.group_index())
+        point = choice_score_accuracy(fit, observed, y)
+        own = np.quantile(point, QUANTILES)
+        draw = lambda: choice_score_draws(fit, observed, y, n_boot, rng)  # noqa: E731
+    else:
+        fit = fit_crossed(cells)
+        point = instruction_accuracy(fit, cells)
+        own = None
+        draw = lambda: predictive_draws(fit, cells, n_boot, rng)  # noqa: E731
     nan = np.full(cells.n_rows, np.nan)
     if not n_boot:
         no_q = np.full(len(QUANTILES), np.nan)
         return GridEstimate(fit, point, None, nan, nan, nan, np.quantile(point, QUANTILES), no_q, no_q)
-    draws = predictive_draws(fit, cells, n_boot, rng)
+    draws = draw()
     lo, hi = _percentile_ci(draws, level)
     p_best = np.bincount(np.argmax(draws, axis=1), minlength=cells.n_rows) / n_boot
     per_draw = np.quantile(draws, QUANTILES, axis=1).T  # draws x quantiles
     q_lo, q_hi = _percentile_ci(per_draw, level)
-    return GridEstimate(fit, point, draws, lo, hi, p_best, per_draw.mean(axis=0), q_lo, q_hi)
-
-
-def _choice_estimate(cells: Cells, choice: ChoiceGrid, *, n_boot: int, level: float,
-                     rng: np.random.Generator) -> GridEstimate:
-    """:func:`estimate_grid` from the label scores. The quantiles across instructions are the
-    estimates' own (not pulled toward their methods'), their intervals the draws' percentiles moved
-    by the estimate minus the draws' mean (``instructeval_tasks.choice_scores``)."""
-    y, observed = cells.matrices()
-    fit = fit_choice_scores(choice.scores, observed, y, choice.gold, cells.group_index())
-    point = choice_score_accuracy(fit, observed, y)
-    quantiles = np.quantile(point, QUANTILES)
-    nan = np.full(cells.n_rows, np.nan)
-    if not n_boot:
-        no_q = np.full(len(QUANTILES), np.nan)
-        return GridEstimate(fit, point, None, nan, nan, nan, quantiles, no_q, no_q)
-    draws = choice_score_draws(fit, observed, y, n_boot, rng)
-    lo, hi = _percentile_ci(draws, level)
-    p_best = np.bincount(np.argmax(draws, axis=1), minlength=cells.n_rows) / n_boot
-    per_draw = np.quantile(draws, QUANTILES, axis=1).T
-    q_lo, q_hi = _percentile_ci(per_draw, level)
-    shift = quantiles - per_draw.mean(axis=0)
-    return GridEstimate(fit, point, draws, lo, hi, p_best, quantiles, q_lo + shift, q_hi + shift)
+    if own is None:
+        return GridEstimate(fit, point, draws, lo, hi, p_best, per_draw.mean(axis=0), q_lo, q_hi)
+    shift = own - per_draw.mean(axis=0)
+    return GridEstimate(fit, point, draws, lo, hi, p_best, own, q_lo + shift, q_hi + shift)
 
 
 def _design_of(members: Sequence[VariantResult]) -> str:

@@ -122,16 +122,28 @@ def read_choice_scores(path: str, *, filter_name: str = "none") -> ChoiceScores:
         >>> scores.loglikelihoods[0].tolist(), scores.continuations[0][1], int(scores.gold[0])
         ([-2.5, -0.5, -3.0, -4.0], ' Sports', 1)
     """
-    records = [row[4] for row in _sample_lines(path, None, filter_name)]
-    lls, continuations, gold = [], [], []
-    for record in records:
-        pairs = _choice_pairs(record) or []
-        lls.append(np.array([_float(p[0]) for p in pairs], dtype=np.float64))
-        continuations.append(tuple(_continuations(record)))
-        index = gold_choice(record, len(pairs)) if pairs else None
-        gold.append(-1 if index is None else index)
-    return ChoiceScores(np.array([r["doc_id"] for r in records], dtype=np.int64), lls, continuations,
-                        np.array(gold, dtype=np.int64))
+    return _choice_scores(_sample_lines(path, None, filter_name, choices=True))
+
+
+def read_targets_and_choices(path: str, metric: str, *,
+                             filter_name: str = "none") -> tuple[np.ndarray, np.ndarray, list[str | None], ChoiceScores]:
+    """:func:`read_sample_targets` and :func:`read_choice_scores` of one file, read once."""
+    chosen = _sample_lines(path, metric, filter_name, choices=True)
+    return (np.array([row[0] for row in chosen], dtype=np.int64), np.array([row[1] for row in chosen], dtype=np.float64),
+            [row[3] for row in chosen], _choice_scores(chosen))
+
+
+def _choice_line(record: dict) -> tuple[np.ndarray, tuple, int]:
+    """One line's per-choice log-likelihoods, continuations and gold choice (-1: none)."""
+    pairs = _choice_pairs(record) or []
+    index = gold_choice(record, len(pairs)) if pairs else None
+    return (np.array([_float(p[0]) for p in pairs], dtype=np.float64), tuple(_continuations(record)),
+            -1 if index is None else index)
+
+
+def _choice_scores(chosen: list) -> ChoiceScores:
+    return ChoiceScores(np.array([row[0] for row in chosen], dtype=np.int64), [row[4][0] for row in chosen],
+                        [row[4][1] for row in chosen], np.array([row[4][2] for row in chosen], dtype=np.int64))
 
 
 def read_samples(path: str, metric: str, *, filter_name: str = "none") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -175,10 +187,12 @@ def merge_targets(targets: dict[int, str | None], items: Sequence[int],
     return None
 
 
-def _sample_lines(path: str, metric: str | None, filter_name: str) -> list[tuple[int, float, float, str | None, dict]]:
-    """``(doc_id, value, gold_ll, target, record)`` per line of ``filter_name``, sorted by ``doc_id``
-    (checks of :func:`read_samples`; with ``metric`` None no value is read: NaN)."""
-    rows: dict[str, list[tuple[int, float, float, str | None, dict]]] = {}
+def _sample_lines(path: str, metric: str | None, filter_name: str, *,
+                  choices: bool = False) -> list[tuple[int, float, float, str | None, tuple | None]]:
+    """``(doc_id, value, gold_ll, target, choice)`` per line of ``filter_name``, sorted by ``doc_id``
+    (checks of :func:`read_samples`; with ``metric`` None no value is read: NaN; ``choice`` is
+    :func:`_choice_line`'s with ``choices``, else None)."""
+    rows: dict[str, list[tuple[int, float, float, str | None, tuple | None]]] = {}
     try:
         with open(path, "rb") as handle:
             lines = handle.read().split(b"\n")
@@ -207,7 +221,8 @@ def _sample_lines(path: str, metric: str | None, filter_name: str) -> list[tuple
             if not math.isfinite(number):
                 raise AggregationError(f"{where}: no numeric {metric!r} value")
         rows.setdefault(str(record.get("filter", "none")), []).append(
-            (doc_id, number, gold_loglikelihood(record), target_text(record.get("target")), record))
+            (doc_id, number, gold_loglikelihood(record), target_text(record.get("target")),
+             _choice_line(record) if choices else None))
     if not rows:
         raise AggregationError(f"samples file {path}: empty")
     if filter_name in rows:

@@ -378,9 +378,10 @@ def evaluate_grid(grid: dict, fraction: float, seed: int, n_draws: int, key: str
     share = cells.y.size / (m * n)
     estimated = [k for k, method in enumerate(methods) if method not in full_methods]
 
-    def score(values: np.ndarray, quantiles: np.ndarray, draws: np.ndarray | None) -> Scores:
-        return score_estimates(values, quantiles, truth, method_of, estimated, share=share, draws=draws,
-                               quantile_interval=(est.quantile_low, est.quantile_high) if draws is not None else None)
+    def plain(values: np.ndarray) -> Scores:  # an estimate without draws: no intervals
+        return dataclasses.replace(score_estimates(values, np.quantile(values, QS), truth, method_of, estimated,
+                                                   share=share, draws=None, quantile_interval=None),
+                                   **contrasts(values, None))
 
     row_methods = [methods[k] for k in method_of]
     contrasts = lambda values, draws: score_contrasts(values, truth, row_methods, [methods[k] for k in estimated], draws)  # noqa: E731
@@ -398,8 +399,7 @@ def evaluate_grid(grid: dict, fraction: float, seed: int, n_draws: int, key: str
     subset = np.array([y[i, chosen[name]].mean() for i, name in enumerate(names)])
     known = known_items_estimate(y, [chosen[name] for name in names])
     return {"model": model, **crossed,
-            "subset": dataclasses.replace(score(subset, np.quantile(subset, QS), None), **contrasts(subset, None)),
-            "known-b": dataclasses.replace(score(known, np.quantile(known, QS), None), **contrasts(known, None))}
+            "subset": plain(subset), "known-b": plain(known)}
 
 
 def score_contrasts(values: np.ndarray, truth: np.ndarray, methods: list[str], estimated: list[str],

@@ -128,8 +128,8 @@ class _Calibration:
     def __init__(self, groups: np.ndarray, n_groups: int, n_rows: int, n_cols: int, classes: np.ndarray):
         self.groups, self.q, self.m, self.n = groups, n_groups, n_rows, n_cols
         self.classes = classes
-        self.ca = self.cu = int(classes.max()) + 1
-        self.na, self.nu = n_groups * self.ca, n_rows * self.cu
+        self.n_classes = int(classes.max()) + 1
+        self.na, self.nu = n_groups * self.n_classes, n_rows * self.n_classes
         self.size = self.na + n_groups + self.nu + n_cols
         self.u_at = self.na + n_groups
         self.v_at = self.u_at + self.nu
@@ -138,8 +138,8 @@ class _Calibration:
 
     def _index(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
         g, c = self.groups[rows], self.classes[cols]
-        a = g * self.ca + c
-        u = self.u_at + rows * self.cu + c
+        a = g * self.n_classes + c
+        u = self.u_at + rows * self.n_classes + c
         return np.stack([a, self.na + g, u, self.v_at + cols], axis=1)
 
     def eta(self, theta: np.ndarray, rows: np.ndarray, cols: np.ndarray, x: np.ndarray) -> np.ndarray:
