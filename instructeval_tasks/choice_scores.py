@@ -26,7 +26,8 @@ item's lean, so the unobserved cells are predicted from them in two stages:
    have it, as in the crossed model's class effects); instruction and item effects
    ``u_i,c ~ N(0, s_u^2)``, ``v_j ~ N(0, s_v^2)``, their SDs by marginal likelihood (Laplace EM: after
    each fit, ``s^2 <- mean(mode^2 + posterior variance)``, from 1 until they change by less than
-   0.1%); each fit's mode by L-BFGS.
+   0.1%, at most 30 fits); each fit's mode by L-BFGS. The reported SDs are the last fit's, the
+   ones its mode and Hessian (the draws' posterior) were computed under.
 
 **Estimate.** As the crossed model's: observed cells as scored, the others predicted,
 
@@ -183,16 +184,19 @@ def fit_choice_scores(scores: np.ndarray, observed: np.ndarray, y: np.ndarray, g
     theta = np.zeros(design.size)
     theta[design.na:design.na + design.q] = 1.0
     first, last = design.u_at, design.v_at  # u is theta[first:last], v theta[last:]
-    for _ in range(EM_ROUNDS):
+    for em_round in range(EM_ROUNDS):
         theta = minimize(objective, theta, jac=True, method="L-BFGS-B").x
         p = _sigmoid(design.eta(theta, rows, cols, xo))
         hessian = design.hessian(rows, cols, xo, p * (1 - p))
+        if em_round == EM_ROUNDS - 1:  # the mode and its Hessian stay those of the SDs they were fitted under
+            break
         # Laplace EM: each effect's variance is the mean of its squared mode plus its posterior variance
         variance = np.diag(np.linalg.inv(hessian))
         before = design.precision.copy()
         for part in (slice(first, last), slice(last, None)):
             design.precision[part] = 1.0 / max(float(np.mean(theta[part] ** 2 + variance[part])), MIN_VARIANCE)
         if np.allclose(before, design.precision, rtol=EM_TOLERANCE):
+            design.precision[:] = before  # the SDs the mode and its Hessian were fitted under
             break
     all_rows, all_cols = np.indices((m, n))
     probabilities = _sigmoid(design.eta(theta, all_rows.ravel(), all_cols.ravel(), x.ravel())).reshape(m, n)

@@ -78,3 +78,22 @@ def test_draws_are_seeded():
     one = choice_score_draws(fit, observed, y, 30, np.random.default_rng(7))
     assert np.array_equal(one, choice_score_draws(fit, observed, y, 30, np.random.default_rng(7)))
     assert np.allclose(one[:, 0], y[0].mean())  # a fully observed instruction is exact in every draw
+
+
+def test_the_reported_sds_are_those_the_mode_and_its_hessian_were_fitted_under(monkeypatch):
+    import instructeval_tasks.choice_scores as choice_scores
+
+    z, gold, y = _grid(5)
+    observed = _observed(6, y.shape, 0.3)
+    groups = np.zeros(y.shape[0], dtype=int)
+    monkeypatch.setattr(choice_scores, "EM_ROUNDS", 1)  # one fit: under the starting SDs, however far from the EM's
+    one = fit_choice_scores(z, observed, y, gold, groups)
+    assert (one.s_u, one.s_v) == (choice_scores.START_SD, choice_scores.START_SD)
+    monkeypatch.setattr(choice_scores, "EM_ROUNDS", 30)
+    converged = fit_choice_scores(z, observed, y, gold, groups)
+    assert abs(converged.s_u - choice_scores.START_SD) > 0.05  # the EM moved them: the check above can tell
+    u = converged.design.u_at
+    prior = converged.hessian[u, u] - choice_scores._Calibration.hessian(
+        converged.design, *np.nonzero(observed), converged.margins[observed],
+        (lambda p: p * (1 - p))(converged.probabilities[observed]))[u, u] + converged.design.precision[u]
+    assert np.isclose(prior, converged.s_u ** -2)
