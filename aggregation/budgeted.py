@@ -40,14 +40,15 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from instructeval_tasks.choice_scores import ChoiceScoreFit, choice_score_accuracy, choice_score_draws, fit_choice_scores
+from instructeval_tasks.choice_scores import (ChoiceGrid, ChoiceScoreFit, ChoiceScores, choice_grid, choice_score_accuracy,
+                                              choice_score_draws, fit_choice_scores)
 from instructeval_tasks.item_response import Cells, CrossedFit, fit_crossed, instruction_accuracy, item_classes, predictive_draws
 
 from .bootstrap import rng_for
 from .issues import AggregationError, IssueLog
 from .records import VariantResult
 from .relative_gain import method_mean_gains
-from .samples import ChoiceScores, merge_targets, read_sample_targets, read_targets_and_choices
+from .samples import merge_targets, read_sample_targets, read_targets_and_choices
 
 BUDGET_KEY = "budget"
 QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
@@ -102,16 +103,6 @@ def is_budgeted(variant: VariantResult) -> bool:
 def _percentile_ci(replicates: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
     alpha = (1 - level) / 2
     return np.quantile(replicates, alpha, axis=0), np.quantile(replicates, 1 - alpha, axis=0)
-
-
-@dataclass(frozen=True)
-class ChoiceGrid:
-    """A classification grid's label scores for ``instructeval_tasks.choice_scores``: ``scores``
-    (``rows x items x labels``, NaN where unobserved), each item's gold label index ``gold``."""
-
-    scores: np.ndarray
-    gold: np.ndarray
-    labels: tuple
 
 
 def _grid_cells(variants: Sequence[VariantResult], metric: str,
@@ -202,73 +193,6 @@ def _grid_cells(variants: Sequence[VariantResult], metric: str,
     if wants_scores:
         choice = choice_grid(cells, scored, metric, [v.metadata.get("choice_token_counts") for v in variants])
     return cells, observed, row_variants, choice
-
-
-def choice_grid(cells: Cells, scored: Sequence[tuple[int, ChoiceScores]], metric: str,
-                token_counts: Sequence[object]) -> ChoiceGrid | str:
-    """The label scores ``z_ijk`` of every observed cell under ``metric``'s rule (``acc``: the
-    log-likelihood; ``acc_per_token``: per continuation token, the counts from the results'
-    ``choice_token_counts``), or why there are none. They must reproduce every observed cell's
-    ``metric`` (an exact tie aside): scores that disagree with the answers are not used.
-
-        >>> cells = Cells(rows=np.array([0, 0]), cols=np.array([0, 1]), y=np.array([1.0, 1.0]), n_rows=1, n_cols=2)
-        >>> line = lambda lls, gold: ChoiceScores(np.array([0, 1]), [np.array(x) for x in lls], [(" A", " B c")] * 2, np.array(gold))
-        >>> lines = [(0, line([[-1.0, -3.0], [-1.0, -1.5]], [0, 1]))]
-        >>> grid = choice_grid(cells, lines, "acc_per_token", [{" A": 1, " B c": 2}])
-        >>> grid.scores[0].tolist(), grid.gold.tolist()
-        ([[-1.0, -1.5], [-1.0, -0.75]], [0, 1])
-        >>> choice_grid(cells, lines, "acc", [None])  # by log-likelihood item 1's answer is A: not what was scored
-        'the label scores give another answer than acc on 1 cells'
-        >>> choice_grid(cells, lines, "acc_per_token", [None])
-        "acc_per_token needs the labels' token counts and the results record no choice_token_counts (rerun the variants to record them)"
-    """
-    labels: tuple | None = None
-    per_label: np.ndarray | None = None
-    if metric == "acc_per_token":
-        recorded = {str(sorted(c.items())) if isinstance(c, Mapping) else None for c in token_counts}
-        if None in recorded or len(recorded) != 1:
-            return ("acc_per_token needs the labels' token counts and the results record no choice_token_counts "
-                    "(rerun the variants to record them)" if None in recorded
-                    else "the variants record different choice_token_counts")
-        counts = next(c for c in token_counts if isinstance(c, Mapping))
-    scores = np.full((cells.n_rows, cells.n_cols, 0), np.nan)
-    gold = np.full(cells.n_cols, -1)
-    for row, lines in scored:
-        for doc_id, lls, continuations, g in zip(lines.doc_ids, lines.loglikelihoods, lines.continuations, lines.gold):
-            if labels is None:
-                labels = continuations
-                if len(labels) < 2 or not all(isinstance(c, str) for c in labels):
-                    return "its samples name fewer than two labels"
-                if metric == "acc_per_token":
-                    if not all(isinstance(counts.get(c), int) and counts[c] > 0 for c in labels):
-                        return f"choice_token_counts has no count for some of the labels {list(labels)}"
-                    per_label = np.array([float(counts[c]) for c in labels])
-                else:
-                    per_label = np.ones(len(labels))
-                scores = np.full((cells.n_rows, cells.n_cols, len(labels)), np.nan)
-            if continuations != labels:
-                return f"item {int(doc_id)}'s labels {list(continuations)} differ from {list(labels)}: not one verbalizer"
-            if lls.shape != (len(labels),) or not np.isfinite(lls).all() or g < 0:
-                return f"item {int(doc_id)} has no score of every label or no gold label in its samples"
-            if gold[doc_id] not in (-1, g):
-                return f"item {int(doc_id)} has two gold labels"
-            gold[doc_id] = g
-            scores[row, doc_id] = lls / per_label
-    if labels is None:
-        return "its samples have no label scores"
-    y = np.full((cells.n_rows, cells.n_cols), np.nan)
-    y[cells.rows, cells.cols] = cells.y
-    observed = ~np.isnan(scores[..., 0])
-    if not np.array_equal(observed, ~np.isnan(y)) or (gold < 0).any():
-        return "the samples do not give every observed cell's label scores and every item's gold label"
-    z = scores[observed]
-    top = np.sort(z, axis=1)
-    right = z.argmax(axis=1) == gold[np.nonzero(observed)[1]]
-    tied = top[:, -1] == top[:, -2]
-    wrong = int(np.sum((right != (y[observed] > 0.5)) & ~tied))
-    if wrong:
-        return f"the label scores give another answer than {metric} on {wrong} cells"
-    return ChoiceGrid(scores, gold, labels)
 
 
 def method_contrasts(accuracy: np.ndarray, methods: Sequence[str],

@@ -24,6 +24,7 @@ from typing import Sequence
 
 import numpy as np
 
+from instructeval_tasks.choice_scores import ChoiceScores, choice_line, choice_pairs, finite_float, gold_choice
 from instructeval_tasks.item_response import target_text
 
 from .issues import AggregationError, IssueLog
@@ -39,48 +40,6 @@ def read_sample_values(path: str, metric: str, *, filter_name: str = "none") -> 
     return doc_ids, values
 
 
-def _choice_pairs(record: dict) -> list | None:
-    """The ``[ll, is_greedy]`` pair per choice of a log-likelihood line; ``None`` for a generation line."""
-    resps = record.get("filtered_resps", record.get("resps"))
-    if not isinstance(resps, list) or not resps:
-        return None
-    pairs = [r[0] if isinstance(r, list) and len(r) == 1 and isinstance(r[0], list) else r for r in resps]
-    return pairs if all(isinstance(p, list) and len(p) == 2 for p in pairs) else None
-
-
-def _continuations(record: dict) -> list:
-    """Each request's continuation (``arguments``' second argument), ``None`` where a line has none."""
-    arguments = record.get("arguments")
-    if isinstance(arguments, dict):
-        return [a.get("arg_1") if isinstance(a, dict) else None for a in arguments.values()]
-    if isinstance(arguments, list):
-        return [a[1] if isinstance(a, list) and len(a) > 1 else None for a in arguments]
-    return []
-
-
-def gold_choice(record: dict, n_choices: int) -> int | None:
-    """The gold choice's index of a log-likelihood line: ``target`` as an integer (or its digits) or
-    its text matched against the continuations, stripped; ``None`` if neither names one choice."""
-    target = record.get("target")
-    index = None
-    if isinstance(target, int) and not isinstance(target, bool):
-        index = target
-    elif isinstance(target, str) and target.strip().isdigit():
-        index = int(target.strip())
-    elif isinstance(target, str):
-        matches = [k for k, c in enumerate(_continuations(record)) if isinstance(c, str) and c.strip() == target.strip()]
-        index = matches[0] if len(matches) == 1 else None
-    return index if index is not None and 0 <= index < n_choices else None
-
-
-def _float(value: object) -> float:
-    try:
-        number = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError, OverflowError):
-        return math.nan
-    return number if math.isfinite(number) else math.nan
-
-
 def gold_loglikelihood(record: dict) -> float:
     """The log-likelihood the model gave the gold answer of one samples line; NaN if it has none.
 
@@ -89,23 +48,11 @@ def gold_loglikelihood(record: dict) -> float:
     text, matched against the requests' continuations (``arguments``), stripped. A generation
     line (a string response) has none.
     """
-    pairs = _choice_pairs(record)
+    pairs = choice_pairs(record)
     if pairs is None:
         return math.nan
     index = gold_choice(record, len(pairs))
-    return math.nan if index is None else _float(pairs[index][0])
-
-
-@dataclass(frozen=True)
-class ChoiceScores:
-    """The per-choice log-likelihoods of a samples file's log-likelihood lines, in ``doc_id`` order:
-    ``loglikelihoods[r, k]`` (NaN where unreadable), ``continuations[r]`` and the gold choice ``gold[r]``
-    (-1 where no choice is named)."""
-
-    doc_ids: np.ndarray
-    loglikelihoods: list[np.ndarray]
-    continuations: list[tuple]
-    gold: np.ndarray
+    return math.nan if index is None else finite_float(pairs[index][0])
 
 
 def read_choice_scores(path: str, *, filter_name: str = "none") -> ChoiceScores:
@@ -131,14 +78,6 @@ def read_targets_and_choices(path: str, metric: str, *,
     chosen = _sample_lines(path, metric, filter_name, choices=True)
     return (np.array([row[0] for row in chosen], dtype=np.int64), np.array([row[1] for row in chosen], dtype=np.float64),
             [row[3] for row in chosen], _choice_scores(chosen))
-
-
-def _choice_line(record: dict) -> tuple[np.ndarray, tuple, int]:
-    """One line's per-choice log-likelihoods, continuations and gold choice (-1: none)."""
-    pairs = _choice_pairs(record) or []
-    index = gold_choice(record, len(pairs)) if pairs else None
-    return (np.array([_float(p[0]) for p in pairs], dtype=np.float64), tuple(_continuations(record)),
-            -1 if index is None else index)
 
 
 def _choice_scores(chosen: list) -> ChoiceScores:
@@ -222,7 +161,7 @@ def _sample_lines(path: str, metric: str | None, filter_name: str, *,
                 raise AggregationError(f"{where}: no numeric {metric!r} value")
         rows.setdefault(str(record.get("filter", "none")), []).append(
             (doc_id, number, gold_loglikelihood(record), target_text(record.get("target")),
-             _choice_line(record) if choices else None))
+             choice_line(record) if choices else None))
     if not rows:
         raise AggregationError(f"samples file {path}: empty")
     if filter_name in rows:

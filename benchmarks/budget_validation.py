@@ -261,9 +261,11 @@ def choose_cells(grid: dict, key: str, fraction: float, seed: int, design: str, 
     for the design ``extended``, those of ``--budget extend_from --budget-extend fraction`` (balanced).
 
     As the runner does: the design's first cells (``grid_cells_of``), then each later round
-    (``budget_rounds``: an adaptive design's, an extension's) fitted to every cell chosen before it.
+    (``budget_rounds``: an adaptive design's, an extension's) fitted to every cell chosen before it
+    (by the label scores where the cache has them).
     """
-    from instructeval_tasks.sweep.budget import Budget, budget_rounds, grid_cells_of, next_round_cells, round_target
+    from instructeval_tasks.sweep.budget import (Budget, budget_rounds, grid_cells_of, next_round_cells, observed_cells,
+                                                 round_target)
 
     y, names, _, _ = _matrix(grid)
     full = [name for name, row in zip(names, grid["rows"]) if row["method"] in full_methods]
@@ -278,8 +280,10 @@ def choose_cells(grid: dict, key: str, fraction: float, seed: int, design: str, 
     for budget_round in budget_rounds(budget):
         target = round_target(budget, budget_round, list(methods.values()), y.shape[1], {"grid_cells": grid_cells})
         observed = {name: {j: y[i, j] for j in chosen[name]} for i, name in enumerate(names)}
+        # a grid with label scores: the rounds choose from them, as the runner's do (adaptive.plan_round)
+        choice = choice_grid_of(grid, observed_cells(observed, methods, y.shape[1], targets))
         for name, items in next_round_cells(observed, methods, y.shape[1], target, budget_round.rounds_left,
-                                            frozen=full, targets=targets).items():
+                                            frozen=full, targets=targets, choice=choice).items():
             chosen[name] = sorted(chosen[name] + items)
     return chosen
 
@@ -287,19 +291,24 @@ def choose_cells(grid: dict, key: str, fraction: float, seed: int, design: str, 
 ESTIMATORS = ("model", "item-resp", "subset", "known-b", "simulated")
 
 
+_PARSED_SCORES: dict[int, tuple[dict, np.ndarray]] = {}  # id -> (the cache's entry, kept alive; its scores)
+
+
 def choice_grid_of(grid: dict, cells):
-    """The aggregation's label scores of ``cells`` (``instructeval_aggregation.budgeted.ChoiceGrid``)
+    """The aggregation's label scores of ``cells`` (``instructeval_tasks.choice_scores.ChoiceGrid``)
     from the cache's ``choice_scores`` (every cell's per-label log-likelihoods, the labels' token
     counts), or ``None`` for a grid without them. As in a budgeted run's samples, only the observed
     cells' scores are given; they must give the cache's answers (``choice_grid``'s check)."""
-    from instructeval_aggregation.budgeted import ChoiceGrid, choice_grid
-    from instructeval_aggregation.samples import ChoiceScores
+    from instructeval_tasks.choice_scores import ChoiceGrid, ChoiceScores, choice_grid
 
     stored = grid.get("choice_scores")
     if not stored:
         return None
     labels = tuple(stored["labels"])
-    lls = np.array([[float(x) for x in row.split()] for row in stored["lls"]]).reshape(len(grid["rows"]), -1, len(labels))
+    if id(stored) not in _PARSED_SCORES:  # the rounds of every seed read them again
+        _PARSED_SCORES[id(stored)] = (stored, np.array([[float(x) for x in row.split()] for row in stored["lls"]]).reshape(
+            len(grid["rows"]), -1, len(labels)))
+    lls = _PARSED_SCORES[id(stored)][1]
     gold = np.array([int(x) for x in grid["labels"]])
     scored = []
     for i in range(cells.n_rows):

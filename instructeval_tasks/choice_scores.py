@@ -57,9 +57,13 @@ so hard that it answers 0 everywhere; each instruction's unseen items are predic
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import Mapping, Sequence
 
 import numpy as np
+
+from .item_response import Cells
 
 RIDGE = 1.0  # the score stage's penalty, in cells: an effect seen on one cell is halved
 SCORE_ROUNDS = 40
@@ -228,3 +232,161 @@ def choice_score_draws(fit: ChoiceScoreFit, observed: np.ndarray, y: np.ndarray,
             drawn = rng.random((m, n)) < p
             out[start + d] = np.where(observed, known, drawn).mean(axis=1)
     return out
+
+
+# --- the label scores of a samples file's log-likelihood lines (read by the aggregation and by an
+# adaptive budget's rounds, which choose their cells from them)
+
+def choice_pairs(record: dict) -> list | None:
+    """The ``[ll, is_greedy]`` pair per choice of a log-likelihood line; ``None`` for a generation line."""
+    resps = record.get("filtered_resps", record.get("resps"))
+    if not isinstance(resps, list) or not resps:
+        return None
+    pairs = [r[0] if isinstance(r, list) and len(r) == 1 and isinstance(r[0], list) else r for r in resps]
+    return pairs if all(isinstance(p, list) and len(p) == 2 for p in pairs) else None
+
+
+def continuations(record: dict) -> list:
+    """Each request's continuation (``arguments``' second argument), ``None`` where a line has none."""
+    arguments = record.get("arguments")
+    if isinstance(arguments, dict):
+        return [a.get("arg_1") if isinstance(a, dict) else None for a in arguments.values()]
+    if isinstance(arguments, list):
+        return [a[1] if isinstance(a, list) and len(a) > 1 else None for a in arguments]
+    return []
+
+
+def gold_choice(record: dict, n_choices: int) -> int | None:
+    """The gold choice's index of a log-likelihood line: ``target`` as an integer (or its digits) or
+    its text matched against the continuations, stripped; ``None`` if neither names one choice."""
+    target = record.get("target")
+    index = None
+    if isinstance(target, int) and not isinstance(target, bool):
+        index = target
+    elif isinstance(target, str) and target.strip().isdigit():
+        index = int(target.strip())
+    elif isinstance(target, str):
+        matches = [k for k, c in enumerate(continuations(record)) if isinstance(c, str) and c.strip() == target.strip()]
+        index = matches[0] if len(matches) == 1 else None
+    return index if index is not None and 0 <= index < n_choices else None
+
+
+def finite_float(value: object) -> float:
+    """``value`` as a float; NaN if it is none or not finite."""
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        return math.nan
+    return number if math.isfinite(number) else math.nan
+
+
+@dataclass(frozen=True)
+class ChoiceScores:
+    """The per-choice log-likelihoods of a samples file's log-likelihood lines, in ``doc_id`` order:
+    ``loglikelihoods[r, k]`` (NaN where unreadable), ``continuations[r]`` and the gold choice ``gold[r]``
+    (-1 where no choice is named)."""
+
+    doc_ids: np.ndarray
+    loglikelihoods: list[np.ndarray]
+    continuations: list[tuple]
+    gold: np.ndarray
+
+
+def choice_line(record: dict) -> tuple[np.ndarray, tuple, int]:
+    """One line's per-choice log-likelihoods, continuations and gold choice (-1: none)."""
+    pairs = choice_pairs(record) or []
+    index = gold_choice(record, len(pairs)) if pairs else None
+    return (np.array([finite_float(p[0]) for p in pairs], dtype=np.float64), tuple(continuations(record)),
+            -1 if index is None else index)
+
+
+def choice_scores_of(records: Sequence[dict]) -> ChoiceScores:
+    """:class:`ChoiceScores` of samples lines (one per ``doc_id``), in ``doc_id`` order.
+
+        >>> line = lambda doc, target: {"doc_id": doc, "target": target, "filtered_resps": [["-1", "False"], ["-2", "False"]],
+        ...                             "arguments": {"gen_args_0": {"arg_1": " yes"}, "gen_args_1": {"arg_1": " no"}}}
+        >>> scores = choice_scores_of([line(3, "1"), line(1, "0")])
+        >>> scores.doc_ids.tolist(), scores.gold.tolist(), scores.continuations[0]
+        ([1, 3], [0, 1], (' yes', ' no'))
+    """
+    ordered = sorted(records, key=lambda record: int(record["doc_id"]))
+    parsed = [choice_line(record) for record in ordered]
+    return ChoiceScores(np.array([int(record["doc_id"]) for record in ordered], dtype=np.int64), [p[0] for p in parsed],
+                        [p[1] for p in parsed], np.array([p[2] for p in parsed], dtype=np.int64))
+
+
+@dataclass(frozen=True)
+class ChoiceGrid:
+    """A classification grid's label scores for ``instructeval_tasks.choice_scores``: ``scores``
+    (``rows x items x labels``, NaN where unobserved), each item's gold label index ``gold``."""
+
+    scores: np.ndarray
+    gold: np.ndarray
+    labels: tuple
+
+
+def choice_grid(cells: Cells, scored: Sequence[tuple[int, ChoiceScores]], metric: str,
+                token_counts: Sequence[object]) -> ChoiceGrid | str:
+    """The label scores ``z_ijk`` of every observed cell under ``metric``'s rule (``acc``: the
+    log-likelihood; ``acc_per_token``: per continuation token, the counts from the results'
+    ``choice_token_counts``), or why there are none. They must reproduce every observed cell's
+    ``metric`` (an exact tie aside): scores that disagree with the answers are not used.
+
+        >>> cells = Cells(rows=np.array([0, 0]), cols=np.array([0, 1]), y=np.array([1.0, 1.0]), n_rows=1, n_cols=2)
+        >>> line = lambda lls, gold: ChoiceScores(np.array([0, 1]), [np.array(x) for x in lls], [(" A", " B c")] * 2, np.array(gold))
+        >>> lines = [(0, line([[-1.0, -3.0], [-1.0, -1.5]], [0, 1]))]
+        >>> grid = choice_grid(cells, lines, "acc_per_token", [{" A": 1, " B c": 2}])
+        >>> grid.scores[0].tolist(), grid.gold.tolist()
+        ([[-1.0, -1.5], [-1.0, -0.75]], [0, 1])
+        >>> choice_grid(cells, lines, "acc", [None])  # by log-likelihood item 1's answer is A: not what was scored
+        'the label scores give another answer than acc on 1 cells'
+        >>> choice_grid(cells, lines, "acc_per_token", [None])
+        "acc_per_token needs the labels' token counts and the results record no choice_token_counts (rerun the variants to record them)"
+    """
+    labels: tuple | None = None
+    per_label: np.ndarray | None = None
+    if metric == "acc_per_token":
+        recorded = {str(sorted(c.items())) if isinstance(c, Mapping) else None for c in token_counts}
+        if None in recorded or len(recorded) != 1:
+            return ("acc_per_token needs the labels' token counts and the results record no choice_token_counts "
+                    "(rerun the variants to record them)" if None in recorded
+                    else "the variants record different choice_token_counts")
+        counts = next(c for c in token_counts if isinstance(c, Mapping))
+    scores = np.full((cells.n_rows, cells.n_cols, 0), np.nan)
+    gold = np.full(cells.n_cols, -1)
+    for row, lines in scored:
+        for doc_id, lls, continuations, g in zip(lines.doc_ids, lines.loglikelihoods, lines.continuations, lines.gold):
+            if labels is None:
+                labels = continuations
+                if len(labels) < 2 or not all(isinstance(c, str) for c in labels):
+                    return "its samples name fewer than two labels"
+                if metric == "acc_per_token":
+                    if not all(isinstance(counts.get(c), int) and counts[c] > 0 for c in labels):
+                        return f"choice_token_counts has no count for some of the labels {list(labels)}"
+                    per_label = np.array([float(counts[c]) for c in labels])
+                else:
+                    per_label = np.ones(len(labels))
+                scores = np.full((cells.n_rows, cells.n_cols, len(labels)), np.nan)
+            if continuations != labels:
+                return f"item {int(doc_id)}'s labels {list(continuations)} differ from {list(labels)}: not one verbalizer"
+            if lls.shape != (len(labels),) or not np.isfinite(lls).all() or g < 0:
+                return f"item {int(doc_id)} has no score of every label or no gold label in its samples"
+            if gold[doc_id] not in (-1, g):
+                return f"item {int(doc_id)} has two gold labels"
+            gold[doc_id] = g
+            scores[row, doc_id] = lls / per_label
+    if labels is None:
+        return "its samples have no label scores"
+    y = np.full((cells.n_rows, cells.n_cols), np.nan)
+    y[cells.rows, cells.cols] = cells.y
+    observed = ~np.isnan(scores[..., 0])
+    if not np.array_equal(observed, ~np.isnan(y)) or (gold < 0).any():
+        return "the samples do not give every observed cell's label scores and every item's gold label"
+    z = scores[observed]
+    top = np.sort(z, axis=1)
+    right = z.argmax(axis=1) == gold[np.nonzero(observed)[1]]
+    tied = top[:, -1] == top[:, -2]
+    wrong = int(np.sum((right != (y[observed] > 0.5)) & ~tied))
+    if wrong:
+        return f"the label scores give another answer than {metric} on {wrong} cells"
+    return ChoiceGrid(scores, gold, labels)

@@ -3,9 +3,14 @@
 The first slice is ``ADAPTIVE_FIRST_SHARE`` of the budget, dealt as the uniform design deals it
 (``budget.grid_cells_of``). Round r (1..``ADAPTIVE_ROUNDS``) of a grid starts once every variant of
 its earlier rounds is saved: the score of every evaluated cell is read back from the saved per-sample
-logs (the primary metric the aggregation uses), the crossed item-response model is fitted, and
-``budget.next_round_cells`` picks ``ceil(cells left / rounds left)`` cells -- instructions with the
-most uncertain unobserved total, and in each the items whose outcome is least certain. Each
+logs (the primary metric the aggregation uses), the model the aggregation will estimate the grid by
+is fitted -- on a classification grid, the label scores' (``choice_scores``: every label's
+log-likelihood in the logs, the labels' token counts in the results), else the crossed
+item-response model -- and ``budget.next_round_cells`` picks ``ceil(cells left / rounds left)``
+cells -- instructions with the most uncertain unobserved total, and in each the items whose outcome
+is least certain. Each round's ``budget`` record names the model in ``allocation`` (``choice
+scores`` or ``item-response``); a folder whose saved rounds name none (begun by a version whose
+rounds always used the item-response model) keeps that model, so that a rerun re-derives them. Each
 instruction that gets cells becomes a variant ``<name>__r<r>`` of its own: the same instruction,
 setting and task config, its ``budget`` record listing the new items and ``round: r``, evaluated and
 saved like any variant. The aggregation joins an instruction's rounds into one row of its grid.
@@ -32,20 +37,24 @@ from __future__ import annotations
 import copy
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from ..data import read_jsonl
 from ..errors import UserError
 from ..fingerprint import fingerprint
 from ..item_response import target_text
 from ..specs import get_spec
-from .budget import BUDGET_KEY, Budget, BudgetRound, next_round_cells, round_record, round_target
+from ..choice_scores import ChoiceGrid, choice_grid, choice_scores_of
+from .budget import BUDGET_KEY, Budget, BudgetRound, next_round_cells, observed_cells, round_record, round_target
 from .plan import Variant
 from .store import SweepStore
 
 # The primary metric, first present wins (the aggregation's choice): what a round fits, what the
 # runner's progress lines show.
 SAMPLE_METRICS = ("acc_per_token", "acc", "quasi_exact_match", "execution_accuracy")
+# A round's ``budget.allocation``: the model whose uncertain cells it chose
+LABEL_SCORES = "choice scores"
+ITEM_RESPONSE = "item-response"
 
 
 def round_variant(variant: Variant, budget_round: int) -> Variant:
@@ -65,14 +74,31 @@ def saved_rows(store: SweepStore, name: str) -> tuple[Path, list[dict[str, Any]]
 def saved_cells(store: SweepStore, name: str, targets: dict[int, str | None] | None = None) -> dict[int, float]:
     """``{item: score}`` of a saved variant, from its per-sample log; with ``targets``, each item's
     gold ``target`` (text) is added to it."""
-    path, rows = saved_rows(store, name)
+    return _cells_of(*saved_rows(store, name), targets)[0]
+
+
+def _cells_of(path: Path, rows: list[dict[str, Any]],
+              targets: dict[int, str | None] | None) -> tuple[dict[int, float], str]:
+    """``saved_cells`` of already read rows, and the metric they were scored by."""
     metric = next((m for m in SAMPLE_METRICS if rows and m in rows[0]), None)
     if metric is None:
         raise UserError(f"{path}: no per-sample {' / '.join(SAMPLE_METRICS)} to fit the adaptive rounds to")
     if targets is not None:
         for row in rows:
             targets[int(row["doc_id"])] = target_text(row.get("target"))
-    return {int(row["doc_id"]): float(row[metric]) for row in rows}
+    return {int(row["doc_id"]): float(row[metric]) for row in rows}, metric
+
+
+def _legacy_rounds(saved: Iterable[dict[str, Any]], grid: str) -> bool:
+    """Whether ``grid`` has saved rounds whose records name no ``allocation`` (chosen, before the
+    label scores chose a classification grid's rounds, by the item-response model): its later
+    rounds are chosen as those were, so that a rerun re-derives the saved ones."""
+    for meta in saved:
+        record = meta.get(BUDGET_KEY)
+        if (isinstance(record, dict) and record.get("grid") == grid and isinstance(record.get("round"), int)
+                and record["round"] > 0 and "allocation" not in record):
+            return True
+    return False
 
 
 def plan_round(budget_round: BudgetRound, first: list[Variant], earlier: dict[str, list[Variant]],
@@ -88,18 +114,39 @@ def plan_round(budget_round: BudgetRound, first: list[Variant], earlier: dict[st
     for variant in first:
         grids.setdefault(metadata[variant.name][BUDGET_KEY]["grid"], []).append(variant)
     new: dict[str, Variant] = {}
-    for _, variants in sorted(grids.items()):
+    saved_meta = {name: meta for _, name, meta in store.saved_variants()}
+    for grid, variants in sorted(grids.items()):
         record = metadata[variants[0].name][BUDGET_KEY]
+        kind = get_spec(variants[0].task).kind
         # the gold classes the fit gives their own effects; open answers are no classes
-        targets: dict[int, str | None] | None = {} if get_spec(variants[0].task).kind != "gqa" else None
-        observed = {v.name: {item: score for part in earlier[v.name]
-                             for item, score in saved_cells(store, part.name, targets).items()}
-                    for v in variants}
+        targets: dict[int, str | None] | None = {} if kind != "gqa" else None
+        observed: dict[str, dict[int, float]] = {}
+        lines: dict[str, list[dict[str, Any]]] = {}
+        metrics, token_counts = set(), []
+        for v in variants:
+            observed[v.name], lines[v.name] = {}, []
+            for part in earlier[v.name]:
+                path, rows = saved_rows(store, part.name)
+                cells, metric = _cells_of(path, rows, targets)
+                observed[v.name].update(cells)
+                lines[v.name] += rows
+                metrics.add(metric)
+                token_counts.append(saved_meta.get(part.name, {}).get("choice_token_counts"))
         frozen = [v.name for v in variants if v.entry.method in budget.full_methods]
         methods = {v.name: v.entry.method for v in variants}
         target = round_target(budget, budget_round, list(methods.values()), record["n_items"], record)
+        allocation: str | None = None  # a grid with rounds saved before the allocation was recorded keeps none
+        choice = None
+        if not _legacy_rounds(saved_meta.values(), grid):
+            allocation = ITEM_RESPONSE
+            if kind == "cls" and len(metrics) == 1:
+                cells = observed_cells(observed, methods, record["n_items"], targets)
+                scored = [(i, choice_scores_of(lines[name])) for i, name in enumerate(observed)]
+                built = choice_grid(cells, scored, metrics.pop(), token_counts)
+                if isinstance(built, ChoiceGrid):
+                    choice, allocation = built, LABEL_SCORES
         chosen = next_round_cells(observed, methods, record["n_items"], target, budget_round.rounds_left,
-                                  frozen=frozen, targets=targets)
+                                  frozen=frozen, targets=targets, choice=choice)
         for variant in variants:
             items = chosen.get(variant.name)
             if not items:
@@ -107,6 +154,8 @@ def plan_round(budget_round: BudgetRound, first: list[Variant], earlier: dict[st
             later = round_variant(variant, budget_round.number)
             meta = copy.deepcopy(metadata[variant.name])
             meta[BUDGET_KEY] = round_record(meta[BUDGET_KEY], items, budget_round)
+            if allocation is not None:
+                meta[BUDGET_KEY]["allocation"] = allocation
             meta["variant_fingerprint"] = fingerprint({"first": metadata[variant.name]["variant_fingerprint"],
                                                        BUDGET_KEY: meta[BUDGET_KEY]})
             metadata[later.name] = meta

@@ -52,6 +52,7 @@ from typing import Any, Hashable, Mapping, Sequence
 import numpy as np
 
 from ..errors import UserError
+from ..choice_scores import ChoiceGrid, fit_choice_scores
 from ..item_response import Cells, allocate_cells, fit_crossed, item_classes, unobserved_variance
 from ..sampling import balanced_counts
 
@@ -383,6 +384,24 @@ def round_record(record: Mapping[str, Any], items: list[int], budget_round: Budg
     return out
 
 
+def observed_cells(observed: Mapping[str, Mapping[int, float]], methods: Mapping[str, str], n_items: int,
+                   targets: Mapping[int, str | None] | None = None) -> Cells:
+    """The evaluated cells of one grid, a row per instruction of ``observed`` in its order (``groups``:
+    the methods' sorted names; ``classes`` from ``targets``, the items' gold answers)."""
+    names = list(observed)
+    method_names = sorted({methods[name] for name in names})
+    rows, cols, ys = [], [], []
+    for i, name in enumerate(names):
+        for item, score in sorted(observed[name].items()):
+            rows.append(i)
+            cols.append(item)
+            ys.append(score)
+    return Cells(rows=np.asarray(rows, dtype=int), cols=np.asarray(cols, dtype=int), y=np.asarray(ys, dtype=float),
+                 n_rows=len(names), n_cols=n_items,
+                 groups=np.asarray([method_names.index(methods[name]) for name in names], dtype=int),
+                 classes=item_classes(targets or {}, n_items))
+
+
 def next_round_cells(
     observed: dict[str, dict[int, float]],
     methods: dict[str, str],
@@ -391,6 +410,7 @@ def next_round_cells(
     rounds_left: int,
     frozen: Sequence[str] = (),
     targets: Mapping[int, str | None] | None = None,
+    choice: ChoiceGrid | None = None,
 ) -> dict[str, list[int]]:
     """An adaptive design's next cells: where the model is least sure of the outcome.
 
@@ -399,8 +419,10 @@ def next_round_cells(
     budget would evaluate). This round takes ``ceil((target - evaluated) / rounds_left)`` cells,
     allocated by ``item_response.allocate_cells`` after fitting ``item_response.fit_crossed`` to
     every cell evaluated so far (with one effect per gold class when ``targets`` gives every item's
-    gold answer: ``item_response.item_classes``); ``frozen`` instructions (the fully evaluated
-    methods) get none. Each instruction's Neyman share is weighted by ``m_k ** (BALANCED_POWER - 1)``,
+    gold answer: ``item_response.item_classes``) -- or, given ``choice`` (the label scores of every
+    evaluated cell, rows in ``observed``'s order: ``choice_scores.choice_grid`` on
+    ``observed_cells``), ``choice_scores.fit_choice_scores``, the model the aggregation then
+    estimates such a grid by; ``frozen`` instructions (the fully evaluated methods) get none. Each instruction's Neyman share is weighted by ``m_k ** (BALANCED_POWER - 1)``,
     ``m_k`` the instruction count of its method, so that a method's share of the round grows as
     ``m_k ** BALANCED_POWER``, as in the balanced design: unweighted, a 5-instruction method's mean
     gets an eighth of a 40-instruction one's new cells. (10 seeds on the twelve validation grids,
@@ -420,18 +442,13 @@ def next_round_cells(
     wanted = math.ceil(max(target - done, 0) / max(rounds_left, 1))
     if wanted <= 0 or not names:
         return {}
-    method_names = sorted({methods[name] for name in names})
-    rows, cols, ys = [], [], []
-    for i, name in enumerate(names):
-        for item, score in sorted(observed[name].items()):
-            rows.append(i)
-            cols.append(item)
-            ys.append(score)
-    cells = Cells(rows=np.asarray(rows, dtype=int), cols=np.asarray(cols, dtype=int), y=np.asarray(ys, dtype=float),
-                  n_rows=len(names), n_cols=n_items,
-                  groups=np.asarray([method_names.index(methods[name]) for name in names], dtype=int),
-                  classes=item_classes(targets or {}, n_items))
-    variance = unobserved_variance(fit_crossed(cells), cells)
+    cells = observed_cells(observed, methods, n_items, targets)
+    if choice is None:
+        variance = unobserved_variance(fit_crossed(cells), cells)
+    else:
+        y, seen = cells.matrices()
+        p = fit_choice_scores(choice.scores, seen, y, choice.gold, cells.group_index()).probabilities
+        variance = np.where(seen, 0.0, p * (1 - p))
     frozen_names = set(frozen)
     frozen_rows = np.asarray([name in frozen_names for name in names], dtype=bool)
     sizes = Counter(methods[name] for name in names)

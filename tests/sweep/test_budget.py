@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from instructeval_tasks.sweep import run_sweep
@@ -313,6 +314,9 @@ def test_an_adaptive_budget_adds_rounds_of_new_cells_up_to_the_uniform_total(tmp
     # every label's log-likelihood in the harness's samples, the labels' token counts in the results:
     # the grid is estimated from the label scores, the rounds' cells with the first slice's
     assert grid["estimator"] == "choice scores (log-likelihood per token of 4 labels)"
+    # and the rounds chose their cells from the same scores, as their records say
+    assert {v["meta"]["budget"]["allocation"] for v in later.values()} == {"choice scores"}
+    assert not any("allocation" in v["meta"]["budget"] for v in first.values())
     assert len(result.budget.instructions) == 6  # one row per instruction, its rounds joined
     assert sorted(result.instructions["instruction"]) == sorted(v["meta"]["instruction_id"] for v in first.values())
 
@@ -325,6 +329,45 @@ def test_an_adaptive_budget_adds_rounds_of_new_cells_up_to_the_uniform_total(tmp
     path.write_text(json.dumps(data))
     with pytest.raises(SweepStoreError, match=r"holds adaptive round \d of .*__r1, __r2"):
         run_sweep(output=tmp_path / "a", budget=Budget(0.5, min_items=1, design="adaptive"), **kwargs)
+
+
+def test_a_folder_whose_rounds_were_chosen_before_the_label_scores_resumes_as_it_was_begun(
+        tmp_path, tiny_model_dir, tiny_data_dir, monkeypatch):
+    import instructeval_tasks.sweep.adaptive as adaptive
+
+    kwargs = dict(model="hf", model_args=f"pretrained={tiny_model_dir},dtype=float32", tasks="agnews", methods="null,generic",
+                  profile="quick", data_dir=str(tiny_data_dir), progress=False, budget=Budget(0.5, min_items=1, design="adaptive"),
+                  overrides={"instructions_per_method": 5, "test_sample": 8, "settings": ["zero_shot"]})
+    with monkeypatch.context() as patched:  # the version before: the item-response model, no allocation recorded
+        patched.setattr(adaptive, "_legacy_rounds", lambda saved, grid: True)
+        begun = run_sweep(output=tmp_path / "a", **kwargs)
+    rounds = {n: v["meta"]["budget"] for n, v in _variants(tmp_path / "a").items() if v["meta"]["budget"]["round"] > 0}
+    assert rounds and not any("allocation" in record for record in rounds.values())
+    again = run_sweep(output=tmp_path / "a", **kwargs)  # this version: the saved rounds re-derived, none re-run
+    assert again.evaluated == 0 and again.skipped == begun.evaluated
+    assert {n: v["meta"]["budget"] for n, v in _variants(tmp_path / "a").items() if v["meta"]["budget"]["round"] > 0} == rounds
+
+
+def test_a_round_chooses_the_cells_the_label_scores_are_least_sure_of():
+    from instructeval_tasks.choice_scores import ChoiceScores, choice_grid
+    from instructeval_tasks.sweep.budget import next_round_cells, observed_cells
+
+    # instruction "a" saw all 20 items, "b" items 0-9; both answered every item right. By the answers
+    # items 10-19 are alike; by a's scores 10-14 are sure (gold far ahead) and 15-19 close calls
+    lean = np.array([2.0] * 5 + [1.0] * 5 + [3.0] * 5 + [0.05] * 5)  # gold's score minus the other's
+    gold = np.arange(20) % 2
+    lls = np.stack([np.where(gold == 0, lean / 2, -lean / 2), np.where(gold == 0, -lean / 2, lean / 2)], axis=1)
+    seen = {"a": list(range(20)), "b": list(range(10))}
+    observed = {name: {j: 1.0 for j in items} for name, items in seen.items()}
+    methods = {"a": "generic", "b": "generic"}
+    targets = {j: str(gold[j]) for j in range(20)}
+    cells = observed_cells(observed, methods, 20, targets)
+    scored = [(i, ChoiceScores(np.array(items), list(lls[items]), [(" x", " y")] * len(items), gold[items]))
+              for i, items in enumerate(seen.values())]
+    choice = choice_grid(cells, scored, "acc", [None])
+    assert not isinstance(choice, str), choice
+    assert next_round_cells(observed, methods, 20, 35, 1, targets=targets, choice=choice) == {"b": [15, 16, 17, 18, 19]}
+    assert next_round_cells(observed, methods, 20, 35, 1, targets=targets) != {"b": [15, 16, 17, 18, 19]}
 
 
 def test_adaptive_needs_the_local_executor_unsharded(tmp_path):
