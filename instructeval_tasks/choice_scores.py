@@ -37,8 +37,9 @@ item's lean, so the unobserved cells are predicted from them in two stages:
 posterior at the mode and a Bernoulli outcome for every unobserved cell. The margins are held at their
 fit (their uncertainty is left to ``u`` and ``v``). An instruction's estimate is not pulled toward its
 method's as the crossed model's is, so the quantiles across instructions are the estimates'
-quantiles, their intervals the draws' percentile intervals moved by the estimate minus the draws'
-mean (each draw's Bernoulli noise widens its spread of instructions).
+quantiles; the aggregation (``estimate_grid``) gives them intervals that span the draws' percentile
+interval and that interval moved by the estimate minus the draws' mean (each draw's Bernoulli noise
+widens its spread of instructions, the estimates' shrinks it).
 
 Measured on SmolLM2's full grids at 10% (balanced design, 10 seeds; ``benchmarks/budget_validation.py``),
 against the crossed item-response model on the same cells: see the README, *Budgeted sweeps*.

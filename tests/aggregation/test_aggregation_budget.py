@@ -398,3 +398,28 @@ def test_choice_score_intervals_cover_the_full_grid(tmp_path):
         truth = {iid: y[k].mean() for k, (_, iid) in enumerate(INSTRUCTIONS)}
         inside += [row.ci_low - 1e-9 <= truth[row.instruction] <= row.ci_high + 1e-9 for row in frame.itertuples()]
     assert np.mean(inside) >= 0.85
+
+
+def test_label_score_quantile_intervals_span_the_draws_and_the_estimates():
+    from instructeval_aggregation.budgeted import QUANTILES, estimate_grid
+    from instructeval_tasks.choice_scores import ChoiceGrid
+    from instructeval_tasks.item_response import Cells
+
+    _, per_token, gold = _label_scores(4)
+    y = (per_token.argmax(axis=-1) == gold[None]).astype(float)
+    observed = np.random.default_rng(0).random(y.shape) < 0.3
+    observed[0] = True
+    rows, cols = np.nonzero(observed)
+    methods = sorted({method for method, _ in INSTRUCTIONS})
+    cells = Cells(rows, cols, y[rows, cols], y.shape[0], y.shape[1],
+                  np.array([methods.index(method) for method, _ in INSTRUCTIONS]), gold)
+    choice = ChoiceGrid(np.where(observed[..., None], per_token, np.nan), gold, tuple(LABELS))
+    est = estimate_grid(cells, n_boot=200, level=0.95, rng=np.random.default_rng(1), choice=choice)
+    per_draw = np.quantile(est.replicates, QUANTILES, axis=1).T
+    low, high = np.quantile(per_draw, [0.025, 0.975], axis=0)
+    moved = est.quantiles - per_draw.mean(axis=0)  # the estimates' quantiles against the draws'
+    assert np.allclose(est.quantiles, np.quantile(est.point, QUANTILES)) and np.abs(moved).max() > 1e-3
+    # the interval holds the draws' own and the one moved to the estimates
+    assert (est.quantile_low <= np.minimum(low, low + moved) + 1e-12).all()
+    assert (est.quantile_high >= np.maximum(high, high + moved) - 1e-12).all()
+    assert ((est.quantile_low <= est.quantiles) & (est.quantiles <= est.quantile_high)).all()
