@@ -73,6 +73,9 @@ def main() -> int:
     parser.add_argument("--task", default="emotion")
     parser.add_argument("--methods", default="null,generic,promptsource,adhoc")
     parser.add_argument("--budget", type=float, default=0.1)
+    parser.add_argument("--design", default=None, choices=("balanced", "uniform", "adaptive"),
+                        help="--budget-design of the budgeted runs (default: the runner's, balanced); adaptive: "
+                             "the first slice and its two rounds in one command, the share counted from the cells")
     parser.add_argument("--extend", type=float, default=None, metavar="F2",
                         help="also extend the pooled run's folder with --budget-extend F2 (run (d))")
     parser.add_argument("--batch-size", type=int, default=8)
@@ -87,14 +90,16 @@ def main() -> int:
               "--batch_size", str(args.batch_size), "--tasks", args.task, "--methods", args.methods,
               "--profile", "paper", "--instructions-per-method", "1000", "--settings", "zero_shot",
               "--selections", "1", "--data-dir", str(Path(args.data_dir).resolve())]
-    budget = ["--budget", str(args.budget)]
+    budget = ["--budget", str(args.budget)] + (["--budget-design", args.design] if args.design else [])
     full_cpu, full_wall, _ = run(0, common + ["--output", str(work / "full")], args.threads)
     pooled_cpu, pooled_wall, log = run(200, common + budget + ["--output", str(work / "pooled")], args.threads)
     alone_cpu, alone_wall, _ = run(0, common + budget + ["--output", str(work / "alone")], args.threads)
-    share = float(_SHARE.search(log).group(1)) / 100
     pooled, alone = cells(work / "pooled"), cells(work / "alone")
+    # the plan line gives an adaptive design's first slice only: its share is counted from the cells
+    share = len(pooled) / len(cells(work / "full")) if args.design == "adaptive" else float(_SHARE.search(log).group(1)) / 100
     same = pooled == alone
-    print(f"{args.task} zero-shot, methods {args.methods}, --budget {args.budget} ({share:.1%} of cells); "
+    print(f"{args.task} zero-shot, methods {args.methods}, --budget {args.budget}"
+          f"{f' --budget-design {args.design}' if args.design else ''} ({share:.1%} of cells); "
           f"CPU seconds (wall), one thread each, {work}")
     print(f"  full grid                     {full_cpu:8.1f} ({full_wall:.0f})")
     for label, cpu, wall in (("budget, pooled calls", pooled_cpu, pooled_wall),
