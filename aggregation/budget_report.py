@@ -47,7 +47,7 @@ def write_budget_files(estimates: BudgetEstimates, data_dir: Path, tables_dir: P
         text = safe_frame(getattr(estimates, name)).to_csv(index=False, float_format="%.6f", lineterminator="\n")
         path.write_text(text, encoding="utf-8", newline="\n")
         names.append(path.name)
-    lines = ["**Budgeted estimates: item-response estimates of accuracy on the full grid (not exact accuracies)**", ""]
+    lines = ["**Budgeted estimates: estimates of accuracy on the full grid from the observed cells (not exact accuracies)**", ""]
     for key, frame in (("Grids", estimates.grids), ("Method means, relative gain and difference to null (estimates)", estimates.methods),
                        ("Quantiles across instructions (estimates)", estimates.quantiles),
                        ("Best instruction (estimate)", estimates.best),

@@ -59,7 +59,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-plots", action="store_true", help="do not draw figures")
     parser.add_argument("--strict", action="store_true", help="treat warnings as errors: stop before writing anything")
     parser.add_argument("--irt-bootstrap", dest="irt_bootstrap", type=int, default=200, metavar="B",
-                        help="posterior predictive draws for the budgeted sweeps' item-response intervals (0: off; default 200)")
+                        help="posterior predictive draws for the budgeted sweeps' intervals (0: off; default 200)")
     parser.add_argument("--no-irt-method-covariate", dest="irt_method_covariate", action="store_false",
                         help="fit the budgeted sweeps' item-response model without a method effect")
     parser.add_argument("--model-alias", dest="model_alias", action="append", default=[], metavar="NAME=LABEL",

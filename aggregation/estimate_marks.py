@@ -26,9 +26,9 @@ METRIC_SETTINGS = {
     "selectional": ("few_shot",),
     "permutational": ("ordering",),
 }
-ESTIMATE_NOTE = ("(est.): item-response estimates of a budgeted sweep (instructeval run --budget), not exact "
+ESTIMATE_NOTE = ("(est.): estimates of a budgeted sweep (instructeval run --budget) on the full grid, not exact "
                  "accuracies; see Budgeted estimates for their intervals.")
-TABLE_NOTE = "Draws on item-response estimates of a budgeted sweep (instructeval run --budget); see Budgeted estimates."
+TABLE_NOTE = "Draws on estimates of a budgeted sweep (instructeval run --budget); see Budgeted estimates."
 
 
 def _metric_of(name: str) -> str | None:

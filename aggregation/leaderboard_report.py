@@ -208,7 +208,7 @@ def add_leaderboard(
     if budget is not None and budget.estimated:  # the InstructEval side of some rows is estimated
         pairs = ", ".join(f"{task} {setting}" for task, setting in sorted(budget.estimated))
         for table in tables.values():
-            table.note = " ".join(x for x in (table.note, f"InstructEval accuracies of {pairs} are item-response "
+            table.note = " ".join(x for x in (table.note, f"InstructEval accuracies of {pairs} are "
                                               f"estimates of a budgeted sweep (see Budgeted estimates).") if x)
     aggregates.tables.update(tables)
     merged = IssueLog()

@@ -362,7 +362,7 @@ def _item_matrices(variants, metric_of, options: AggregateOptions, issues: Issue
             matrices[key] = matrix
     note = f"per-sample logs used for {len(matrices)} of {len(groups)} (model, task) pairs"
     if budgeted:
-        note += (f"; {len(budgeted)} budgeted (model, task) pair(s) have item-response intervals instead "
+        note += (f"; {len(budgeted)} budgeted (model, task) pair(s) have the budgeted estimates' intervals instead "
                  f"(Budgeted estimates)")
     return matrices, note
 

@@ -263,7 +263,7 @@ def build_card(
     elif n_boot > 0:
         notes.append("one instruction: no intervals")
     if estimated:
-        notes.append("budgeted sweep: accuracies are item-response estimates; item-level measures need the full grid")
+        notes.append("budgeted sweep: accuracies are estimates of the full grid; item-level measures need the full grid")
     return SensitivityCard(model, task, setting, metric, list(instructions), int(Y.shape[1]) if Y is not None else None,
                            measures, boot, estimated=estimated, notes=notes)
 

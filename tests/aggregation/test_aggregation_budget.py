@@ -153,7 +153,7 @@ def test_leaderboard_tables_say_when_the_instructeval_side_is_estimated(tmp_path
     result = aggregate(runs, n_boot=0, irt_boot=0)
     add_leaderboard(result, runs, [tmp_path / "runs"], leaderboard_map=str(map_file))
     notes = [t.note for name, t in result.tables.items() if name.startswith("leaderboard")]
-    assert notes and all("agnews zero_shot are item-response estimates" in n for n in notes)
+    assert notes and all("agnews zero_shot are estimates of a budgeted sweep" in n for n in notes)
 
 
 @pytest.mark.parametrize("equal_headline", [True, False])
