@@ -120,31 +120,34 @@ def plan_round(budget_round: BudgetRound, first: list[Variant], earlier: dict[st
         kind = get_spec(variants[0].task).kind
         # the gold classes the fit gives their own effects; open answers are no classes
         targets: dict[int, str | None] | None = {} if kind != "gqa" else None
+        # a grid with rounds saved before the allocation was recorded keeps none (and the item-response model)
+        legacy = _legacy_rounds(saved_meta.values(), grid)
+        wants_scores = kind == "cls" and not legacy  # only then are the lines' label scores read
         observed: dict[str, dict[int, float]] = {}
-        lines: dict[str, list[dict[str, Any]]] = {}
+        scored = []
         metrics, token_counts = set(), []
-        for v in variants:
-            observed[v.name], lines[v.name] = {}, []
+        for i, v in enumerate(variants):
+            observed[v.name], lines = {}, []
             for part in earlier[v.name]:
                 path, rows = saved_rows(store, part.name)
                 cells, metric = _cells_of(path, rows, targets)
                 observed[v.name].update(cells)
-                lines[v.name] += rows
                 metrics.add(metric)
-                token_counts.append(saved_meta.get(part.name, {}).get("choice_token_counts"))
+                if wants_scores:
+                    lines += rows
+                    token_counts.append(saved_meta.get(part.name, {}).get("choice_token_counts"))
+            if wants_scores:
+                scored.append((i, choice_scores_of(lines)))
         frozen = [v.name for v in variants if v.entry.method in budget.full_methods]
         methods = {v.name: v.entry.method for v in variants}
         target = round_target(budget, budget_round, list(methods.values()), record["n_items"], record)
-        allocation: str | None = None  # a grid with rounds saved before the allocation was recorded keeps none
+        allocation = None if legacy else ITEM_RESPONSE
         choice = None
-        if not _legacy_rounds(saved_meta.values(), grid):
-            allocation = ITEM_RESPONSE
-            if kind == "cls" and len(metrics) == 1:
-                cells = observed_cells(observed, methods, record["n_items"], targets)
-                scored = [(i, choice_scores_of(lines[name])) for i, name in enumerate(observed)]
-                built = choice_grid(cells, scored, metrics.pop(), token_counts)
-                if isinstance(built, ChoiceGrid):
-                    choice, allocation = built, LABEL_SCORES
+        if wants_scores and len(metrics) == 1:
+            built = choice_grid(observed_cells(observed, methods, record["n_items"], targets), scored, metrics.pop(),
+                                token_counts)
+            if isinstance(built, ChoiceGrid):
+                choice, allocation = built, LABEL_SCORES
         chosen = next_round_cells(observed, methods, record["n_items"], target, budget_round.rounds_left,
                                   frozen=frozen, targets=targets, choice=choice)
         for variant in variants:
