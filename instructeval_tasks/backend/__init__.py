@@ -36,6 +36,12 @@ Extra ``model_args``:
   exceed it, the pass runs with the rows it has and the rest wait for later passes (smaller passes,
   same results); a pass always takes at least one row, so a budget below one sequence's KV is
   exceeded by that row. Prompt caches waiting for greedy decoding count toward it too.
+- ``prefix_cache_memory`` (default ``200MB``; a size, ``0`` keeps none): the KV of the prefixes a
+  log-likelihood call's contexts shared (an instruction with its demos), kept for the next calls
+  of the same model (``prefix_cache``), the least recently used dropped first. A sweep that scores
+  one instruction in several calls (a budgeted grid's first slice and rounds, pooled calls)
+  computes its prefix once; a position a request scores is always computed. Besides
+  ``max_kv_memory``: a pass that reads kept KV copies it into its rows' past, and that copy counts.
 
 ``batch_size`` keeps its meaning as a compute-memory bound: a forward pass holds at most
 ``batch_size`` x (longest request) tokens, the most a stock ``hf`` batch would.

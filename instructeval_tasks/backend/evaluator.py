@@ -89,7 +89,11 @@ class TreeEvaluator:
         self.keep_all_kv = keep_all_kv
         self.max_kv_tokens = None if max_kv_tokens is None else max(1, int(max_kv_tokens))
         self.kv = NodeKV()
-        self.stats = {"forward_calls": 0, "forward_tokens": 0, "rows": 0, "peak_kv_tokens": 0, "kv_overruns": 0}
+        self.stats = {"forward_calls": 0, "forward_tokens": 0, "rows": 0, "peak_kv_tokens": 0, "kv_overruns": 0,
+                      "cached_tokens": 0}
+        # nodes whose path KV (positions 0..end-1) is handed to ``on_export`` once computed (``prefix_cache``)
+        self.export: dict[int, Node] = {}
+        self.on_export: Callable[[Node, list[tuple[torch.Tensor, torch.Tensor]]], None] | None = None
 
     # ---------------------------------------------------------------- rows
 
@@ -259,8 +263,43 @@ class TreeEvaluator:
             for b, node, c in kv_nodes:
                 lo, hi = pmax + c, pmax + c + node.length
                 self.kv.keep(node, [(k[b, :, lo:hi].clone(), v[b, :, lo:hi].clone()) for k, v in layers])
+        if self.export and self.on_export is not None:
+            self._export(rows, pmax, cache)
+
+    def _export(self, rows: list[Row], pmax: int, cache: Any) -> None:
+        """Hand ``on_export`` the path KV of each exported node this pass computed: its row's past
+        (right-aligned before column ``pmax``), then its ancestors inside the row, then itself."""
+        layers = None
+        for b, row in enumerate(rows):
+            cols = {id(n): c for n, c in zip(row.nodes, row.cols)}
+            for node in row.nodes:
+                if id(node) not in self.export:
+                    continue
+                chain, up = [], node
+                while id(up) in cols:
+                    chain.append(up)
+                    up = up.parent
+                spans = [(pmax - row.past.end, pmax)] if row.past.end else []
+                spans += [(pmax + cols[id(n)], pmax + cols[id(n)] + n.length) for n in reversed(chain)]
+                layers = layers if layers is not None else cache_tensors(cache)
+                self.on_export(node, [(torch.cat([k[b, :, lo:hi] for lo, hi in spans], dim=1).clone(),
+                                       torch.cat([v[b, :, lo:hi] for lo, hi in spans], dim=1).clone())
+                                      for k, v in layers])
 
     # ---------------------------------------------------------------- the schedule
+
+    def _start_below_given(self, node: Node, stack: list[Group]) -> None:
+        """Schedule the children of ``node`` (the root, or a node whose KV was given before the run by
+        ``prefix_cache``): those given too are walked into, the others wait in one group."""
+        given = [c for c in node.children if c.kv is not None]
+        waiting = [c for c in node.children if c.kv is None]
+        for child in given:
+            self.kv.lend(child, child.kv)
+            self.stats["cached_tokens"] += child.length
+            self._start_below_given(child, stack)
+        if waiting:
+            self.kv.hold(node)
+            stack.append(Group(node, waiting))
 
     def run(self, on_entries, on_ready: Callable[[list[Node]], None] | None = None,
             flush: Callable[[bool], None] | None = None) -> None:
@@ -269,8 +308,7 @@ class TreeEvaluator:
         ``on_ready(nodes)`` the nodes computed by one pass; ``flush(final)`` runs after each pass
         (generation decodes the contexts that are ready there)."""
         stack: list[Group] = []
-        if self.tree.root.children:
-            stack.append(Group(self.tree.root, list(self.tree.root.children)))
+        self._start_below_given(self.tree.root, stack)
         pool: list[Row] = []
         pooled = 0
         while stack or pool:

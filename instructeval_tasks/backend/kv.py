@@ -30,24 +30,26 @@ _UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
           "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
 
 
-def parse_bytes(value: int | float | str | None) -> int | None:
-    """Bytes from an int or a string like ``"1GB"``, ``"512MiB"``, ``"2e9"``; ``None``/``"none"``: no bound."""
-    if value is None:
+def parse_bytes(value: int | float | str | None, name: str = "max_kv_memory", *, zero_is_off: bool = False) -> int | None:
+    """Bytes from an int or a string like ``"1GB"``, ``"512MiB"``, ``"2e9"``; ``None``/``"none"``: no bound.
+    With ``zero_is_off`` (a cache's size): 0 is allowed (no cache) and "none" is not (a cache needs a bound)."""
+    hint = "0 to keep none" if zero_is_off else "'none' for no bound"
+    if value is None and not zero_is_off:
         return None
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         number, unit = float(value), ""
     else:
         text = str(value).strip().lower().replace(" ", "")
-        if text in ("none", "inf", "unbounded"):
+        if text in ("none", "inf", "unbounded") and not zero_is_off:
             return None
         match = re.fullmatch(r"([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)([kmgt]i?b|b)?", text)
         if not match:
-            raise ValueError(f"max_kv_memory: cannot read {value!r} as a size; give bytes (2000000000) or a "
-                             f"size like '1GB', '512MB', '1.5GiB', or 'none' for no bound")
+            raise ValueError(f"{name}: cannot read {value!r} as a size; give bytes (2000000000) or a "
+                             f"size like '1GB', '512MB', '1.5GiB', or {hint}")
         number, unit = float(match.group(1)), match.group(2) or ""
     size = int(number * _UNITS[unit])
-    if size <= 0:
-        raise ValueError(f"max_kv_memory must be positive, got {value!r} (use 'none' for no bound)")
+    if size < 0 or (size == 0 and not zero_is_off):
+        raise ValueError(f"{name} must be positive, got {value!r} (use {hint})")
     return size
 
 
@@ -109,11 +111,19 @@ def path_kv(node: Node) -> list[tuple[torch.Tensor, torch.Tensor]]:
 
 
 class NodeKV:
-    """The KV kept on tree nodes, counted in KV tokens: set with ``keep``, freed with ``drop``."""
+    """The KV kept on tree nodes, counted in KV tokens: set with ``keep``, freed with ``drop``.
+
+    KV ``lend``-ed to a node (views of ``prefix_cache``'s tensors, whose memory the cache holds
+    anyway) is not counted; a pass that reads it copies it into its rows' past, which is."""
 
     def __init__(self) -> None:
         self.tokens = 0  # KV tokens held on nodes now
         self.peak = 0
+        self.lent: set[int] = set()  # ids of the nodes whose KV is lent
+
+    def lend(self, node: Node, kv: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
+        node.kv = kv
+        self.lent.add(id(node))
 
     def keep(self, node: Node, kv: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
         if node.kv is None:
@@ -124,7 +134,10 @@ class NodeKV:
     def drop(self, node: Node) -> None:
         if node.kv is not None:
             node.kv = None
-            self.tokens -= node.length
+            if id(node) in self.lent:
+                self.lent.discard(id(node))
+            else:
+                self.tokens -= node.length
 
     def hold(self, node: Node) -> None:
         """One more consumer of the KV of ``node``'s path."""

@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from .evaluator import TreeEvaluator
+from .prefix_cache import PrefixCache
 from .tree import PrefixTree
 
 log = logging.getLogger(__name__)
@@ -56,9 +57,11 @@ class TreeLoglikelihood:
         return max(len(s) for s in self.seqs)
 
     def score(self, make_evaluator: Callable[[PrefixTree], TreeEvaluator],
-              on_done: Callable[[int], None] = lambda n: None) -> tuple[list[tuple[float, bool]], dict[str, int]]:
+              on_done: Callable[[int], None] = lambda n: None,
+              cache: PrefixCache | None = None) -> tuple[list[tuple[float, bool]], dict[str, int]]:
         """``(log-likelihood, is_greedy)`` per request in order, and the evaluator's stats.
-        ``on_done(n)`` is told each time ``n`` more requests are complete."""
+        ``on_done(n)`` is told each time ``n`` more requests are complete. With ``cache``, the tree's
+        top starts from the KV kept by earlier calls, and this call's shared prefixes are kept."""
         plan = self.plan
         tree = PrefixTree(self.seqs)
         n_entries = 0
@@ -93,6 +96,11 @@ class TreeLoglikelihood:
             on_done(finished)
 
         evaluator = make_evaluator(tree)
+        if cache is not None:
+            shared = cache.shared_nodes(tree, [(sid, start) for sid, start, _ in plan])  # before ``attach`` cuts nodes
+            cache.attach(tree)
+            evaluator.export = {id(n): n for n in shared if n.kv is None}  # a node given whole is kept already
+            evaluator.on_export = lambda node, kv: cache.store(tuple(node.ref[: node.end]), kv)
         evaluator.run(on_entries)
         stats = {**evaluator.stats, "distinct_tokens": tree.token_count, "requests": len(plan)}
 

@@ -26,12 +26,14 @@ from .evaluator import ForwardSpec, TreeEvaluator
 from .generation import TreeGreedyGeneration, greedy_unsupported
 from .kv import cache_argument, cache_tensors, make_cache, output_cache, parse_bytes
 from .loglikelihood import TreeLoglikelihood
+from .prefix_cache import PrefixCache
 from .support import PrefixSupport, layer_windows
 from .tree import PrefixTree
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_KV_MEMORY = "400MB"
+DEFAULT_PREFIX_CACHE_MEMORY = "200MB"
 _FORCE_GQA_ENV = "TRANSFORMERS_SDPA_FORCE_GQA"  # read by transformers.integrations.sdpa_attention
 
 
@@ -50,8 +52,10 @@ class InstructEvalHFLM(HFLM):
 
     def __init__(self, *args: Any, prefix_sharing: bool | str = True, pack_tokens: int | str = 32,
                  decode_batch_size: int | str | None = None, max_kv_memory: int | str | None = DEFAULT_MAX_KV_MEMORY,
-                 require_prefix: bool | str = False, **kwargs: Any) -> None:
+                 require_prefix: bool | str = False, prefix_cache_memory: int | str | None = DEFAULT_PREFIX_CACHE_MEMORY,
+                 **kwargs: Any) -> None:
         self.max_kv_memory = parse_bytes(max_kv_memory)  # before loading the model: a typo fails fast
+        self.prefix_cache_memory = parse_bytes(prefix_cache_memory, "prefix_cache_memory", zero_is_off=True) or 0
         self.prefix_sharing = _as_bool(prefix_sharing)
         self.require_prefix = _as_bool(require_prefix)
         if self.require_prefix and not self.prefix_sharing:
@@ -67,6 +71,7 @@ class InstructEvalHFLM(HFLM):
         self._ie_support_cache: PrefixSupport | None = None
         self._ie_kv_bytes: int | None = None
         self._ie_auto_bs: int | None = None
+        self._ie_prefix_cache: PrefixCache | None = None
         self.prefix_stats: dict[str, int] = {}  # of the last call: forward passes, tokens, distinct tokens, KV
         # Which path served the requests since the last ``get_model_info`` (one per simple_evaluate call).
         self.path_counts: dict[str, Any] = {"prefix": 0, "stock": 0, "stock_reasons": {}}
@@ -241,10 +246,16 @@ class InstructEvalHFLM(HFLM):
         return TreeEvaluator(tree, self._ie_spec(), token_budget=batch_size * longest, subtree_tokens=longest,
                              pack_tokens=self.pack_tokens, keep_all_kv=keep_all_kv, max_kv_tokens=max_kv_tokens)
 
+    def _ie_cache(self) -> PrefixCache | None:
+        """The KV of shared prefixes kept between log-likelihood calls (``prefix_cache_memory``; none at 0)."""
+        if self._ie_prefix_cache is None and self.prefix_cache_memory:
+            self._ie_prefix_cache = PrefixCache(self.prefix_cache_memory // self._ie_kv_token_bytes())
+        return self._ie_prefix_cache
+
     def _ie_stats(self, stats: dict[str, int]) -> dict[str, int]:
         kv_bytes = self._ie_kv_token_bytes()
         return {**stats, "kv_token_bytes": kv_bytes, "peak_kv_bytes": stats.get("peak_kv_tokens", 0) * kv_bytes,
-                "max_kv_memory": self.max_kv_memory or 0}
+                "max_kv_memory": self.max_kv_memory or 0, "prefix_cache_memory": self.prefix_cache_memory}
 
     def _ie_batch_size(self, override_bs: int | None = None) -> int:
         if self.batch_size != "auto":
@@ -302,7 +313,8 @@ class InstructEvalHFLM(HFLM):
         self._ie_count("prefix", len(requests))
         batch_size = self._ie_batch_size(override_bs)
         pbar = tqdm(total=len(requests), disable=(disable_tqdm or (self.rank != 0)), desc="Running loglikelihood requests")
-        res, stats = scorer.score(lambda tree: self._ie_evaluator(tree, scorer.seqs, batch_size), pbar.update)
+        res, stats = scorer.score(lambda tree: self._ie_evaluator(tree, scorer.seqs, batch_size), pbar.update,
+                                  cache=self._ie_cache())
         pbar.close()
         self.prefix_stats = self._ie_stats(stats)
         for (request_str, _, _), answer in zip(requests, res):

@@ -113,6 +113,29 @@ class PrefixTree:
         """Distinct token positions: the least any prefix-sharing evaluation must compute."""
         return self.root.size
 
+    def split(self, node: Node, at: int) -> Node:
+        """Cut ``node`` at absolute position ``at`` (``node.start < at < node.end``) into a new parent
+        holding ``ref[start:at]`` and ``node`` itself, now ``ref[at:end]`` with its children, entries
+        and terminals; returns the new parent. Every entry of ``node`` must lie at or after ``at``.
+
+            >>> tree = PrefixTree([(1, 2, 3), (1, 2, 4)])
+            >>> top = tree.split(tree.root.children[0], 1)
+            >>> (top.tokens(), [c.tokens() for c in top.children], tree.token_count)
+            ((1,), [(2,)], 4)
+        """
+        if not node.start < at < node.end:
+            raise ValueError(f"cannot split a node of positions {node.start}..{node.end - 1} at {at}")
+        if any(j < at for _, j, _ in node.entries):
+            raise ValueError("a scored position lies above the cut")
+        parent = node.parent
+        top = Node(node.start, at, node.ref, parent)
+        parent.children[parent.children.index(node)] = top
+        top.children.append(node)
+        node.parent, node.start = top, at
+        top.size = node.size
+        node.size -= top.length
+        return top
+
     def locate(self, seq_id: int, position: int) -> Node:
         node = self.terminal[seq_id]
         while node.start > position:

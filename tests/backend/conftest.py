@@ -111,7 +111,8 @@ class Pair:
         from instructeval_tasks.backend import InstructEvalHFLM
 
         # the new backend's own model_args go to it alone
-        own = {k: kwargs.pop(k) for k in ("prefix_sharing", "pack_tokens", "decode_batch_size") if k in kwargs}
+        own = {k: kwargs.pop(k) for k in ("prefix_sharing", "pack_tokens", "decode_batch_size", "prefix_cache_memory")
+               if k in kwargs}
         args = dict(pretrained=str(model_dir), dtype="float32", device="cpu", **kwargs)
         self.stock = HFLM(**args)
         self.new = InstructEvalHFLM(**args, **own)

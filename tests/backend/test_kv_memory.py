@@ -1,7 +1,7 @@
 """``max_kv_memory``: the KV alive at once stays under the budget, and the scores stay the stock ones.
 
 The KV is measured, not taken from the evaluator's own count: before each forward pass the bytes of
-the KV tensors kept on tree nodes, plus the bytes of the cache the pass returns (every row's past
+the KV tensors kept on tree nodes (those lent by the prefix cache are the cache's, bounded apart), plus the bytes of the cache the pass returns (every row's past
 and its own tokens) and of the node KV the pass keeps.
 """
 
@@ -43,7 +43,8 @@ def measured_kv(monkeypatch) -> list[int]:
     forward = TreeEvaluator._forward
 
     def measuring(self, rows, on_entries):
-        held = sum(_bytes(n.kv) for n in self.tree.nodes() if n.kv is not None)
+        # KV lent by the prefix cache is the cache's memory (prefix_cache_memory), not the call's
+        held = sum(_bytes(n.kv) for n in self.tree.nodes() if n.kv is not None and id(n) not in self.kv.lent)
         kept = sum(n.length for row in rows for n in row.nodes if n.need_kv or self.keep_all_kv)
         call = self.spec.call
 
