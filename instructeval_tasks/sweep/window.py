@@ -73,7 +73,7 @@ def measure(task: Any, lm: Any, doc_ids: Sequence[int] | None = None, *, chat: d
     window = getattr(lm, "max_length", None)
     if not isinstance(window, int) or not hasattr(lm, "tok_encode"):
         return None
-    docs = list(task.eval_docs)
+    docs = task.eval_docs  # read once (a property); a budgeted variant's few rows are read alone
     positions = range(len(docs)) if doc_ids is None else doc_ids
     k = int(task.config.num_fewshot or 0)
     # the instruction: the description, or (chat-user) the head of the first user turn
