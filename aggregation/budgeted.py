@@ -40,8 +40,10 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from instructeval_tasks.choice_scores import ESTIMATOR as CHOICE_SCORES
 from instructeval_tasks.choice_scores import (ChoiceGrid, ChoiceScoreFit, ChoiceScores, choice_grid, choice_score_accuracy,
                                               choice_score_draws, fit_choice_scores)
+from instructeval_tasks.item_response import ESTIMATOR as ITEM_RESPONSE
 from instructeval_tasks.item_response import Cells, CrossedFit, fit_crossed, instruction_accuracy, item_classes, predictive_draws
 
 from .bootstrap import rng_for
@@ -57,8 +59,6 @@ DEFAULT_IRT_BOOT = 200
 GRID_COLUMNS = ["model", "task", "grid", "setting", "metric", "n_instructions", "n_items", "observed_cells",
                 "grid_cells", "observed_share", "s_instruction", "s_item", "method_covariate", "item_classes", "n_boot", "design",
                 "estimator"]
-ITEM_RESPONSE = "item-response"
-CHOICE_SCORES = "choice scores"
 SCORE_METRICS = {"acc": "log-likelihood", "acc_per_token": "log-likelihood per token"}  # the score each metric argmaxes
 INSTRUCTION_COLUMNS = ["model", "task", "grid", "setting", "method", "instruction", "observed_items",
                        "observed_accuracy", "estimate", "ci_low", "ci_high", "p_best"]

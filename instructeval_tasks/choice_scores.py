@@ -73,6 +73,8 @@ import numpy as np
 
 from .item_response import Cells
 
+# The estimator's name in a budgeted grid's records (``budget.allocation``, the aggregation's ``estimator``)
+ESTIMATOR = "choice scores"
 RIDGE = 1.0  # the score stage's penalty, in cells: an effect seen on one cell is halved
 SCORE_ROUNDS = 40
 CALIBRATION_PRIOR_SD = 2.0  # alpha, gamma: 2 logits, weak on margins of a few log-likelihood units

@@ -81,6 +81,8 @@ MAX_ROUNDS = 500
 TOLERANCE = 1e-9
 MIN_VARIANCE = 1e-4
 NEWTON_STEPS = 3
+# The estimator's name in a budgeted grid's records (``budget.allocation``, the aggregation's ``estimator``)
+ESTIMATOR = "item-response"
 MAX_CLASSES = 10  # the most gold classes given their own effects (the nine tasks have at most 6)
 
 
@@ -399,11 +401,10 @@ def predictive_draws(fit: CrossedFit, cells: Cells, n_draws: int, rng: np.random
     return out
 
 
-def unobserved_variance(fit: CrossedFit, cells: Cells) -> np.ndarray:
-    """``p_ij (1 - p_ij)`` of every unobserved cell, 0 where observed: what a cell would teach."""
-    _, observed = cells.matrices()
-    p = fit.probabilities()
-    return np.where(observed, 0.0, p * (1 - p))
+def unobserved_variance(probabilities: np.ndarray, observed: np.ndarray) -> np.ndarray:
+    """``p_ij (1 - p_ij)`` of every unobserved cell, 0 where observed: what a cell would teach
+    (``probabilities``: any fit's P(correct) per cell, the crossed model's or the label scores')."""
+    return np.where(observed, 0.0, probabilities * (1 - probabilities))
 
 
 def allocate_cells(variance: np.ndarray, n_new: int, *, frozen_rows: np.ndarray | None = None,

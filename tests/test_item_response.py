@@ -124,7 +124,7 @@ def test_allocation_goes_to_uncertain_cells_and_skips_frozen_rows():
 def test_unobserved_variance_is_zero_on_observed_cells():
     y, _ = _grid(4, 6, 30)
     cells = _observe(y, 0.5, 4)
-    v = unobserved_variance(fit_crossed(cells), cells)
+    v = unobserved_variance(fit_crossed(cells).probabilities(), cells.matrices()[1])
     _, observed = cells.matrices()
     assert np.all(v[observed] == 0) and np.all(v[~observed] > 0)
 

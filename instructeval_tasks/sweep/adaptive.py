@@ -42,9 +42,9 @@ from typing import Any, Iterable
 from ..data import read_jsonl
 from ..errors import UserError
 from ..fingerprint import fingerprint
-from ..item_response import target_text
+from ..item_response import ESTIMATOR as ITEM_RESPONSE, target_text
 from ..specs import get_spec
-from ..choice_scores import ChoiceGrid, choice_grid, choice_scores_of
+from ..choice_scores import ESTIMATOR as CHOICE_SCORES, ChoiceGrid, choice_grid, choice_scores_of
 from .budget import BUDGET_KEY, Budget, BudgetRound, next_round_cells, observed_cells, round_record, round_target
 from .plan import Variant
 from .store import SweepStore
@@ -52,9 +52,6 @@ from .store import SweepStore
 # The primary metric, first present wins (the aggregation's choice): what a round fits, what the
 # runner's progress lines show.
 SAMPLE_METRICS = ("acc_per_token", "acc", "quasi_exact_match", "execution_accuracy")
-# A round's ``budget.allocation``: the model whose uncertain cells it chose
-LABEL_SCORES = "choice scores"
-ITEM_RESPONSE = "item-response"
 
 
 def round_variant(variant: Variant, budget_round: int) -> Variant:
@@ -147,7 +144,7 @@ def plan_round(budget_round: BudgetRound, first: list[Variant], earlier: dict[st
             built = choice_grid(observed_cells(observed, methods, record["n_items"], targets), scored, metrics.pop(),
                                 token_counts)
             if isinstance(built, ChoiceGrid):
-                choice, allocation = built, LABEL_SCORES
+                choice, allocation = built, CHOICE_SCORES
         chosen = next_round_cells(observed, methods, record["n_items"], target, budget_round.rounds_left,
                                   frozen=frozen, targets=targets, choice=choice)
         for variant in variants:

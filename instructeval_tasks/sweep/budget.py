@@ -443,12 +443,12 @@ def next_round_cells(
     if wanted <= 0 or not names:
         return {}
     cells = observed_cells(observed, methods, n_items, targets)
+    y, seen = cells.matrices()
     if choice is None:
-        variance = unobserved_variance(fit_crossed(cells), cells)
+        p = fit_crossed(cells).probabilities()
     else:
-        y, seen = cells.matrices()
         p = fit_choice_scores(choice.scores, seen, y, choice.gold, cells.group_index()).probabilities
-        variance = np.where(seen, 0.0, p * (1 - p))
+    variance = unobserved_variance(p, seen)
     frozen_names = set(frozen)
     frozen_rows = np.asarray([name in frozen_names for name in names], dtype=bool)
     sizes = Counter(methods[name] for name in names)
