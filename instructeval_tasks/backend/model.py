@@ -33,7 +33,7 @@ from .tree import PrefixTree
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_KV_MEMORY = "400MB"
-DEFAULT_PREFIX_CACHE_MEMORY = "200MB"
+DEFAULT_PREFIX_CACHE_MEMORY = "1GB"
 _FORCE_GQA_ENV = "TRANSFORMERS_SDPA_FORCE_GQA"  # read by transformers.integrations.sdpa_attention
 
 
