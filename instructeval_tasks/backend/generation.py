@@ -16,6 +16,7 @@ from lm_eval.models.utils import has_bos_prefix, postprocess_generated_text
 
 from .decoder import GreedyDecoder
 from .evaluator import TreeEvaluator
+from .prefix_cache import PrefixCache
 from .tree import PrefixTree
 
 if TYPE_CHECKING:
@@ -52,8 +53,9 @@ def greedy_unsupported(lm: HFLM, kwargs: dict[str, Any]) -> str | None:
 class TreeGreedyGeneration:
     """Greedy continuations of a list of token contexts (one ``until``/``max_gen_toks`` setting)."""
 
-    def __init__(self, lm: HFLM, make_evaluator: Callable[..., TreeEvaluator], decode_rows: int) -> None:
-        self.lm, self.make_evaluator, self.decode_rows = lm, make_evaluator, decode_rows
+    def __init__(self, lm: HFLM, make_evaluator: Callable[..., TreeEvaluator], decode_rows: int,
+                 cache: PrefixCache | None = None) -> None:
+        self.lm, self.make_evaluator, self.decode_rows, self.cache = lm, make_evaluator, decode_rows, cache
         self.stats: dict[str, int] = {}
 
     def encode_context(self, context: str, max_ctx_len: int, truncated: list[int]) -> list[int]:
@@ -119,6 +121,8 @@ class TreeGreedyGeneration:
         ready: list[int] = []
         eos = self.eos_ids()
         evaluator = self.make_evaluator(tree, seqs, keep_all_kv=True)
+        if self.cache is not None:  # each context is scored at its last position
+            self.cache.use(tree, evaluator, [(sid, len(seq) - 1) for sid, seq in enumerate(seqs)])
         decoder = GreedyDecoder(evaluator.spec, evaluator.stats)
         tokenizer = self.lm.tokenizer
 

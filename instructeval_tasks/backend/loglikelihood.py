@@ -97,10 +97,7 @@ class TreeLoglikelihood:
 
         evaluator = make_evaluator(tree)
         if cache is not None:
-            shared = cache.shared_nodes(tree, [(sid, start) for sid, start, _ in plan])  # before ``attach`` cuts nodes
-            cache.attach(tree)
-            evaluator.export = {id(n): n for n in shared if n.kv is None}  # a node given whole is kept already
-            evaluator.on_export = lambda node, kv: cache.store(tuple(node.ref[: node.end]), kv)
+            cache.use(tree, evaluator, [(sid, start) for sid, start, _ in plan])
         evaluator.run(on_entries)
         stats = {**evaluator.stats, "distinct_tokens": tree.token_count, "requests": len(plan)}
 

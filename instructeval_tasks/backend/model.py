@@ -335,7 +335,7 @@ class InstructEvalHFLM(HFLM):
         batch_size = self._ie_batch_size()
         generation = TreeGreedyGeneration(
             self, lambda tree, seqs, keep_all_kv: self._ie_evaluator(tree, seqs, batch_size, keep_all_kv=keep_all_kv),
-            decode_rows=self.decode_batch_size or batch_size)
+            decode_rows=self.decode_batch_size or batch_size, cache=self._ie_cache())
         results: list[str | None] = [None] * len(requests)
         groups: dict[str, list[int]] = {}
         for i, req in enumerate(requests):

@@ -1,13 +1,14 @@
-"""Keys and values of shared prompt prefixes, kept from one log-likelihood call to the next.
+"""Keys and values of shared prompt prefixes, kept from one call to the next.
 
-A sweep scores one instruction (with its demos) in several harness calls: a budgeted grid's first
-slice and its rounds each evaluate a few items of every instruction, a pooled call holds a few items
-of many. Each call's tree computes the prefixes its own requests share once, but every call
-recomputed the instruction. After each call the cache keeps the KV of the call's shared prefixes
-(each node of its tree that two or more distinct contexts pass through); before
-the next call each node at the top of the new tree takes the KV of its longest common token prefix
-with a kept one, cut there (``PrefixTree.split``), and the evaluator starts below it. At most
-``max_tokens`` KV positions are kept, the least recently used dropped first.
+A sweep scores one instruction (with its demos) in several harness calls (log-likelihood or greedy
+generation): a budgeted grid's first slice and its rounds each evaluate a few items of every
+instruction, a pooled call holds a few items of many. Each call's tree computes the prefixes its
+own requests share once, but every call recomputed the instruction. After each call the cache
+keeps the KV of the call's shared prefixes (each node of its tree that two or more distinct
+contexts pass through); before the next call each node at the top of the new tree takes the KV of
+its longest common token prefix with a kept one, cut there (``PrefixTree.split``), and the
+evaluator starts below it. At most ``max_tokens`` KV positions are kept, the least recently used
+dropped first.
 
 Exactness: the KV of position ``j`` is a function of tokens ``0..j`` alone (causal attention, the row
 starts at position 0), so any sequence that begins with a kept prefix's first ``c`` tokens has those
@@ -33,6 +34,7 @@ Example (token ids; the KV is one layer of one head, one value per position):
 from __future__ import annotations
 
 from collections import OrderedDict
+from typing import Any
 
 import numpy as np
 import torch
@@ -79,7 +81,8 @@ class PrefixCache:
                 below[id(node)] = below.get(id(node), 0) + 1
                 node = node.parent
         chosen, tokens = [], 0
-        for node in sorted((owner[i] for i, n in below.items() if n >= 2), key=lambda n: (-below[id(n)], n.end, tuple(n.ref[: n.end]))):
+        shared = [owner[i] for i, n in below.items() if n >= 2]
+        for node in sorted(shared, key=lambda n: (-below[id(n)], n.end, tuple(n.ref[: n.end]))):
             if len(chosen) == self.MAX_KEPT_PER_CALL:
                 break
             if tokens + node.end <= self.max_tokens:  # each is copied whole when computed: bounded here
@@ -111,6 +114,17 @@ class PrefixCache:
         del self.entries[key]
         del self.arrays[key]
         self.tokens -= len(key)
+
+    # ------------------------------------------------------------------ one call
+
+    def use(self, tree: PrefixTree, evaluator: Any, contexts: list[tuple[int, int]]) -> None:
+        """Before ``evaluator`` (a ``TreeEvaluator`` of ``tree``) runs: give the tree's top the kept
+        KV (``attach``) and have the evaluator hand back the path KV of this call's shared nodes
+        (``shared_nodes`` of ``contexts``), which are kept when computed."""
+        shared = self.shared_nodes(tree, contexts)  # before ``attach`` cuts nodes
+        self.attach(tree)
+        evaluator.export = {id(n): n for n in shared if n.kv is None}  # a node given whole is kept already
+        evaluator.on_export = lambda node, kv: self.store(tuple(node.ref[: node.end]), kv)
 
     # ------------------------------------------------------------------ before a call: give
 

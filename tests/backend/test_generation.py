@@ -125,3 +125,16 @@ def test_progress_moves_with_each_decode_batch(make_pair, monkeypatch):
     # 5 requests (one a duplicate of another) in decode batches of 2 distinct contexts
     assert sum(steps) == len(reqs) == 5 and len(steps) >= 2, steps
     assert events.index("update") < len(events) - 1 - events[::-1].index("decode"), events  # told between batches
+
+
+@pytest.mark.parametrize("model", ["gpt2", "llama-bos"])
+def test_a_later_generation_call_starts_from_the_kept_prefixes(make_pair, model):
+    # the instruction and demo of the first call's questions head the later call's too
+    pair = make_pair(model, batch_size=4, max_length=MAX_LENGTH)
+    pair.new._ie_prefix_cache = None
+    stops = _stops_seen(pair.stock, gen_requests(["zz"]))
+    first, later = gen_requests(stops)[:2], gen_requests(stops)[2:4]
+    assert pair.new.generate_until(first) == pair.stock.generate_until(first)
+    got = pair.new.generate_until(later)
+    assert pair.new.prefix_stats["cached_tokens"] >= 10, pair.new.prefix_stats
+    assert got == pair.stock.generate_until(later)
