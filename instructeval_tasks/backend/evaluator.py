@@ -282,8 +282,9 @@ class TreeEvaluator:
                 spans = [(pmax - row.past.end, pmax)] if row.past.end else []
                 spans += [(pmax + cols[id(n)], pmax + cols[id(n)] + n.length) for n in reversed(chain)]
                 layers = layers if layers is not None else cache_tensors(cache)
-                self.on_export(node, [(torch.cat([k[b, :, lo:hi] for lo, hi in spans], dim=1).clone(),
-                                       torch.cat([v[b, :, lo:hi] for lo, hi in spans], dim=1).clone())
+                # torch.cat writes a new tensor: the pass's cache is not kept alive by it
+                self.on_export(node, [(torch.cat([k[b, :, lo:hi] for lo, hi in spans], dim=1),
+                                       torch.cat([v[b, :, lo:hi] for lo, hi in spans], dim=1))
                                       for k, v in layers])
 
     # ---------------------------------------------------------------- the schedule
