@@ -37,8 +37,8 @@ Extra ``model_args``:
   same results); a pass always takes at least one row, so a budget below one sequence's KV is
   exceeded by that row. Prompt caches waiting for greedy decoding count toward it too.
 - ``prefix_cache_memory`` (default ``1GB``; a size, ``0`` keeps none): the KV of the prefixes a
-  call's contexts shared (log-likelihood or greedy generation) (an instruction with its demos), kept for the next calls
-  of the same model (``prefix_cache``), the least recently used dropped first. A sweep that scores
+  call's contexts shared (an instruction with its demos; log-likelihood or greedy generation), kept
+  for the next calls of the same model (``prefix_cache``), the least recently used dropped first. A sweep that scores
   one instruction in several calls (a budgeted grid's first slice and rounds, pooled calls)
   computes its prefix once; a position a request scores is always computed. Besides
   ``max_kv_memory``: a pass that reads kept KV copies it into its rows' past, and that copy counts.

@@ -92,7 +92,7 @@ class TreeEvaluator:
         self.stats = {"forward_calls": 0, "forward_tokens": 0, "rows": 0, "peak_kv_tokens": 0, "kv_overruns": 0,
                       "cached_tokens": 0}
         # nodes whose path KV (positions 0..end-1) is handed to ``on_export`` once computed (``prefix_cache``)
-        self.export: dict[int, Node] = {}
+        self.export: set[Node] = set()
         self.on_export: Callable[[Node, list[tuple[torch.Tensor, torch.Tensor]]], None] | None = None
 
     # ---------------------------------------------------------------- rows
@@ -273,7 +273,7 @@ class TreeEvaluator:
         for b, row in enumerate(rows):
             cols = {id(n): c for n, c in zip(row.nodes, row.cols)}
             for node in row.nodes:
-                if id(node) not in self.export:
+                if node not in self.export:
                     continue
                 chain, up = [], node
                 while id(up) in cols:

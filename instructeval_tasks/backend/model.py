@@ -247,7 +247,7 @@ class InstructEvalHFLM(HFLM):
                              pack_tokens=self.pack_tokens, keep_all_kv=keep_all_kv, max_kv_tokens=max_kv_tokens)
 
     def _ie_cache(self) -> PrefixCache | None:
-        """The KV of shared prefixes kept between log-likelihood calls (``prefix_cache_memory``; none at 0)."""
+        """The KV of shared prefixes kept between calls (``prefix_cache_memory``; none at 0)."""
         if self._ie_prefix_cache is None and self.prefix_cache_memory:
             self._ie_prefix_cache = PrefixCache(self.prefix_cache_memory // self._ie_kv_token_bytes())
         return self._ie_prefix_cache

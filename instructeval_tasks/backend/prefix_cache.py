@@ -39,15 +39,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from .tree import Node, PrefixTree
+from .tree import Node, PrefixTree, common_prefix_length
 
 KV = list[tuple[torch.Tensor, torch.Tensor]]  # per layer: keys, values [heads, positions, dim]
-
-
-def _lcp(a: np.ndarray, b: np.ndarray) -> int:
-    n = min(len(a), len(b))
-    diff = np.flatnonzero(a[:n] != b[:n])
-    return int(diff[0]) if diff.size else n
 
 
 class PrefixCache:
@@ -61,9 +55,6 @@ class PrefixCache:
         self.arrays: dict[tuple[int, ...], np.ndarray] = {}
         self.tokens = 0
 
-    def __len__(self) -> int:
-        return len(self.entries)
-
     # ------------------------------------------------------------------ after a call: keep
 
     def shared_nodes(self, tree: PrefixTree, contexts: list[tuple[int, int]]) -> list[Node]:
@@ -72,17 +63,15 @@ class PrefixCache:
         by its items' contexts; an item's answer choices share one context). ``contexts`` holds a
         ``(sequence id, position of the context's last token)`` per request (the first position it scores).
         At most ``MAX_KEPT_PER_CALL`` nodes, whose paths together fit in the cache."""
-        ends = {(id(tree.locate(sid, last)), last) for sid, last in contexts}
-        below: dict[int, int] = {}
-        owner = {id(n): n for n in tree.nodes()}
-        for node_id, _ in ends:
-            node = owner[node_id]
+        ends = {(tree.locate(sid, last), last) for sid, last in contexts}
+        below: dict[Node, int] = {}
+        for node, _ in ends:
             while node.parent is not None:
-                below[id(node)] = below.get(id(node), 0) + 1
+                below[node] = below.get(node, 0) + 1
                 node = node.parent
         chosen, tokens = [], 0
-        shared = [owner[i] for i, n in below.items() if n >= 2]
-        for node in sorted(shared, key=lambda n: (-below[id(n)], n.end, tuple(n.ref[: n.end]))):
+        shared = [node for node, n in below.items() if n >= 2]
+        for node in sorted(shared, key=lambda n: (-below[n], n.end, tuple(n.ref[: n.end]))):
             if len(chosen) == self.MAX_KEPT_PER_CALL:
                 break
             if tokens + node.end <= self.max_tokens:  # each is copied whole when computed: bounded here
@@ -98,7 +87,7 @@ class PrefixCache:
             return
         array = np.asarray(tokens, dtype=np.int64)
         for key, other in list(self.arrays.items()):
-            common = _lcp(array, other)
+            common = common_prefix_length(array, other)
             if common == n:  # already covered by a longer (or equal) kept prefix
                 self.entries.move_to_end(key)
                 return
@@ -123,7 +112,7 @@ class PrefixCache:
         (``shared_nodes`` of ``contexts``), which are kept when computed."""
         shared = self.shared_nodes(tree, contexts)  # before ``attach`` cuts nodes
         self.attach(tree)
-        evaluator.export = {id(n): n for n in shared if n.kv is None}  # a node given whole is kept already
+        evaluator.export = {n for n in shared if n.kv is None}  # a node given whole is kept already
         evaluator.on_export = lambda node, kv: self.store(tuple(node.ref[: node.end]), kv)
 
     # ------------------------------------------------------------------ before a call: give
@@ -138,9 +127,9 @@ class PrefixCache:
         while todo:
             node, candidates = todo.pop()
             path = np.asarray(node.ref[: node.end], dtype=np.int64)
+            commons = [(key, array, common_prefix_length(array, path)) for key, array in candidates]
             best, reach = None, node.start
-            for key, array in candidates:
-                common = _lcp(array, path)
+            for key, _, common in commons:
                 if common > reach:
                     best, reach = key, common
             if best is None:
@@ -156,6 +145,6 @@ class PrefixCache:
             node.kv = [(k[:, node.start : node.end], v[:, node.start : node.end]) for k, v in self.entries[best]]
             given += node.length
             if whole:
-                below = [(key, array) for key, array in candidates if _lcp(array, path) == node.end]
+                below = [(key, array) for key, array, common in commons if common == node.end]
                 todo.extend((child, below) for child in node.children)
         return given

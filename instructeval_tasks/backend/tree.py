@@ -56,7 +56,8 @@ class Node:
         return out
 
 
-def _lcp(a: np.ndarray, b: np.ndarray) -> int:
+def common_prefix_length(a: np.ndarray, b: np.ndarray) -> int:
+    """How many leading tokens ``a`` and ``b`` share."""
     n = min(len(a), len(b))
     diff = np.flatnonzero(a[:n] != b[:n])
     return int(diff[0]) if diff.size else n
@@ -76,7 +77,7 @@ class PrefixTree:
             if not len(seq):
                 raise ValueError("empty token sequence")
             current = np.asarray(seq, dtype=np.int64)
-            shared = 0 if prev is None else _lcp(prev, current)
+            shared = 0 if prev is None else common_prefix_length(prev, current)
             last = None
             while stack[-1].end > shared:
                 last = stack.pop()
