@@ -93,12 +93,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="balanced (default): the cells shared among the methods by the square root of "
                              "their instruction counts (closer method means); uniform: every instruction gets the "
                              "same share of items; adaptive: half the budget uniformly, the rest in two rounds to "
-                             "the cells the item-response model is least sure of: better rankings, worse method "
-                             "means (local executor)")
+                             "the cells the estimate is least sure of (the label scores on a classification grid, "
+                             "else the item-response model): the closest method means and rankings")
     budget.add_argument("--budget-extend", dest="budget_extend", type=float, default=None, metavar="F2",
                         help="bring a folder's budgeted grids (run with the same command and --budget F) to a share "
                              "F2 > F of their cells, keeping every saved cell: the new ones in rounds to the cells "
-                             "the item-response model is least sure of (local executor)")
+                             "the estimate is least sure of")
     group = parser.add_argument_group("protocol overrides (default: the profile's value)")
     group.add_argument("--num-fewshot", dest="num_fewshot", type=int)
     group.add_argument("--selections", dest="n_selections", type=int, help="demo selections (few-shot and selectional std)")

@@ -71,6 +71,9 @@ class Executor(Protocol):
         with the variant's own time); ``stop.raise_if_requested()`` between chunks (``Terminated`` or ``KeyboardInterrupt``),
         after saving the chunks already in progress."""
 
+    def close(self) -> None:
+        """Release what ``run`` kept for a later run of the same sweep (called once, at its end)."""
+
 
 class LocalExecutor:
     """One model in the sweep's process, chunks one after the other (budgeted ones pooled, ``chunk.take_pool``)."""
@@ -94,6 +97,9 @@ class LocalExecutor:
             finally:
                 queue.release_all(jobs)
             stop.raise_if_requested()
+
+    def close(self) -> None:
+        """Nothing to release: the model stays with the caller (``lm``) for the sweep's life."""
 
 
 def parse_worker_resources(text: str | dict | None) -> dict[str, Any]:

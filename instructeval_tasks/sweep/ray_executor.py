@@ -149,11 +149,18 @@ class RayExecutor:
     # can pass, and a second start usually succeeds.
     LOCAL_START_ATTEMPTS = 3
 
+    lm = None  # the model lives in the workers, not in the sweep's process
+
     def __init__(self, *, workers: int = 1, address: str | None = None, resources: dict[str, Any] | None = None) -> None:
         self.ray = import_ray()
         self.workers = workers
         self.address = address
         self.options = self.actor_options(resources or {})
+        # Kept from one ``run`` to the next (an adaptive design's rounds), so that the workers load
+        # the model once and keep its prompt prefixes; ``close`` ends them.
+        self._started_here: bool | None = None  # None: not connected yet
+        self._idle: list[Any] = []
+        self._made_for: tuple | None = None  # the (spec, profile, log_samples) the kept workers load
 
     @staticmethod
     def actor_options(resources: dict[str, Any]) -> dict[str, Any]:
@@ -197,9 +204,14 @@ class RayExecutor:
         from .chunk import take_pool
 
         ray = self.ray
-        started_here = self._connect()
+        if self._started_here is None:
+            self._started_here = self._connect()
+        if self._made_for != (spec, profile, log_samples):
+            self._kill(self._idle)
+            self._made_for = (spec, profile, log_samples)
         remote_worker = ray.remote(ChunkWorker).options(**self.options)
-        actors: list[Any] = []
+        actors: list[Any] = list(self._idle)
+        self._idle = []
         in_flight: dict[Any, tuple[Any, list[ChunkJob]]] = {}  # object ref -> (actor, its chunks)
         attempts: dict[str, int] = {}
         replacements_left = self.MAX_ATTEMPTS * self.workers
@@ -214,9 +226,12 @@ class RayExecutor:
             # other idle workers without chunks
             return take_pool(queue, max_jobs=max(1, math.ceil(len(queue) / max(len(idle), 1))))
 
-        idle = [start_worker() for _ in range(min(self.workers, len(queue)))]
-        echo(f"ray: {len(idle)} worker(s) on {ray.get_runtime_context().gcs_address}, "
-             f"each {', '.join(f'{k}={v}' for k, v in self.options.items() if k not in ('max_restarts', 'max_task_retries'))}")
+        idle = list(actors)
+        if len(idle) < min(self.workers, len(queue)):
+            idle += [start_worker() for _ in range(min(self.workers, len(queue)) - len(idle))]
+            echo(f"ray: {len(idle)} worker(s) on {ray.get_runtime_context().gcs_address}, each "
+                 f"{', '.join(f'{k}={v}' for k, v in self.options.items() if k not in ('max_restarts', 'max_task_retries'))}")
+        completed = False
         try:
             while True:
                 while idle and not stop.requested and (jobs := next_pool()):
@@ -270,10 +285,24 @@ class RayExecutor:
                         queue.release_all(jobs)
                     idle.append(actor)
             stop.raise_if_requested()
+            completed = True
         finally:
             for _, jobs in in_flight.values():
                 queue.release_all(jobs)
-            for actor in actors:
-                ray.kill(actor)
-            if started_here:
-                ray.shutdown()
+            if completed:  # kept for the next run (the next round); close() ends them
+                self._idle = actors
+            else:
+                self._kill(actors)
+                self.close()
+
+    def _kill(self, actors: list[Any]) -> None:
+        for actor in actors:
+            self.ray.kill(actor)
+        actors.clear()
+
+    def close(self) -> None:
+        """End the kept workers, and the Ray instance this executor started."""
+        self._kill(self._idle)
+        if self._started_here:
+            self.ray.shutdown()
+        self._started_here = None

@@ -224,9 +224,6 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
     # rounds of cells chosen from the scores of the earlier ones: an adaptive design's, an extension's
     rounds_option = "--budget-design adaptive" if adaptive else "--budget-extend"
     has_rounds = adaptive or (budget is not None and budget.extend_to is not None)
-    if has_rounds and (executor != "local" or part):
-        raise UserError(f"{rounds_option} runs on the local executor, without --shard: each round is "
-                        "chosen from the scores of all earlier ones")
     if has_rounds and not log_samples:
         raise UserError(f"{rounds_option} needs the per-sample logs (drop --no-log-samples): each round is "
                         "chosen from the scores of the earlier ones")
@@ -315,6 +312,7 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
         if budget.extend_to is not None:
             echo(_extend_words(budget, harness_totals, what=", harness tasks"))
 
+    every_harness = harness  # the rounds are chosen from every shard's cells
     if harness and part:  # this shard's harness tasks: each is one chunk (one harness call), dealt like the plan's
         harness = part.select(harness)
 
@@ -423,8 +421,8 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
                 stock = StockSchedule(stock_pending, pending, lm=runner.lm, store=store, model=model, args_dict=args_dict,
                                       label=label, batch_size=batch_size, device=spec.resolved_device(),
                                       log_samples=log_samples, write=echo)
-            if has_rounds and (pending or harness_pending) and runner.lm is None:  # one model load for all rounds
-                runner.lm = spec.load()
+            if has_rounds and (pending or harness_pending):  # one model load for all rounds
+                _load_once(runner, spec)
             jobs = chunk_jobs(pending, metadata)
             if harness_pending:  # lm-eval's own tasks, instructed: one job per task, on the same executor
                 from .harness_runs import harness_jobs
@@ -435,19 +433,23 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
                                   log_samples=log_samples, progress=progress, echo=echo, stock=stock)
             rounds = dict(schedule=schedule, budget=budget, spec=spec, prof=prof, store=store, report=report,
                           planned=planned, log_samples=log_samples, progress=progress, echo=echo)
-            if schedule and mine:
-                _budget_rounds(runner, mine, lambda r, earlier: plan_round(r, mine, earlier, metadata, store, budget),
+            if schedule and part:  # a round is chosen from every shard's cells, so each shard waits for them
+                _other_shards_cells(runner, part, plan, every_harness, metadata, harness_configs, data_dir, **rounds)
+            if schedule and plan:
+                _budget_rounds(runner, plan, lambda r, earlier: plan_round(r, plan, earlier, metadata, store, budget),
                                lambda variants: chunk_jobs(variants, metadata), lambda v: metadata[v.name], **rounds)
-            if schedule and harness:
+            if schedule and every_harness:
                 from .harness_runs import harness_jobs, plan_harness_round
 
-                _budget_rounds(runner, harness,
-                               lambda r, earlier: plan_harness_round(r, harness, earlier, store, budget, harness_configs),
+                _budget_rounds(runner, every_harness,
+                               lambda r, earlier: plan_harness_round(r, every_harness, earlier, store, budget, harness_configs),
                                lambda variants: harness_jobs(variants, harness_configs, data_dir),
                                lambda v: v.metadata, what=" (harness tasks)", **rounds)
     except UserError:  # e.g. the model cannot load: leave no empty folder behind
         store.remove_if_unused(created)
         raise
+    finally:
+        runner.close()  # a Ray executor's workers are kept from one round to the next until here
     report.seconds = time.monotonic() - start
     echo(f"sweep finished: {report.evaluated} variants evaluated in {report.seconds:.0f} s -> {store.root}")
     return report
@@ -532,10 +534,43 @@ def _budget_rounds(runner: Any, first: list, plan_next: Callable[[BudgetRound, d
         report.planned += len(variants)
         report.skipped += len(variants) - len(pending)
         if pending:
-            if runner.lm is None:
-                runner.lm = spec.load()
+            _load_once(runner, spec)
             _evaluate_pending(runner, jobs_of(pending), spec, prof, store, report, planned=planned,
                               log_samples=log_samples, progress=progress, echo=echo)
+
+
+def _load_once(runner: Any, spec: ModelSpec) -> None:
+    """Load the local executor's model once for all the rounds (a Ray executor's workers hold theirs)."""
+    if runner.name == "local" and runner.lm is None:
+        runner.lm = spec.load()
+
+
+def _other_shards_cells(runner: Any, part: ShardSpec, plan: list[Variant], harness: list, metadata: dict[str, dict[str, Any]],
+                        harness_configs: dict, data_dir: str | None, *, spec: ModelSpec, prof: Profile, store: SweepStore,
+                        report: SweepReport, planned: dict[str, str], log_samples: bool, progress: bool,
+                        echo: Callable[[str], None], **_: Any) -> None:
+    """Before a sharded run's rounds: the other shards' first-slice variants not saved yet, evaluated
+    here unless another process holds them (then waited for: ``shards.ClaimingQueue``).
+
+    Every shard then chooses the same rounds from the same saved cells, and the rounds' chunks go to
+    whichever shard claims them first; a shard started after the others finds its part done.
+    """
+    done = store.finished()
+    rest = [v for v in plan if v.name not in done]
+    rest_harness = [v for v in harness if v.name not in done]
+    if not rest and not rest_harness:
+        return
+    echo(f"shard {part}: the rounds are chosen from every shard's cells; {len(rest) + len(rest_harness)} variant(s) "
+         f"of the other shards not saved yet, evaluated here unless another shard is evaluating them (then waited for)")
+    report.planned += len(rest) + len(rest_harness)
+    jobs = chunk_jobs(rest, metadata)
+    if rest_harness:
+        from .harness_runs import harness_jobs
+
+        jobs += harness_jobs(rest_harness, harness_configs, data_dir)
+    _load_once(runner, spec)
+    _evaluate_pending(runner, jobs, spec, prof, store, report, planned=planned, log_samples=log_samples,
+                      progress=progress, echo=echo)
 
 
 def _evaluate_pending(runner: Any, jobs: list[ChunkJob], spec: ModelSpec, prof: Profile, store: SweepStore,

@@ -16,6 +16,12 @@ it is usually done; if its claimant died (the kernel drops the lock), this run e
 shards started twice, shards of different N, or a plain run beside shards still never write a
 variant twice, and a run that exits 0 leaves its whole part done.
 
+**Rounds.** A budget's rounds (``--budget-design adaptive``, ``--budget-extend``) are chosen from
+every shard's cells, so a shard that has run its part of the first slice then queues the other
+shards' unsaved variants too (``runner._other_shards_cells``): those no process holds it evaluates,
+those another shard holds it waits for. Every shard then derives the same round from the same saved
+cells, and the round's chunks, all of them queued in every shard, go to whichever claims them first.
+
 Example:
     >>> ShardSpec.parse("1/4")
     ShardSpec(index=1, count=4)

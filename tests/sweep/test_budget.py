@@ -370,16 +370,6 @@ def test_a_round_chooses_the_cells_the_label_scores_are_least_sure_of():
     assert next_round_cells(observed, methods, 20, 35, 1, targets=targets) != {"b": [15, 16, 17, 18, 19]}
 
 
-def test_adaptive_needs_the_local_executor_unsharded(tmp_path):
-    proc = subprocess.run(
-        [sys.executable, "-m", "instructeval_tasks.cli", "run", "--model", "hf", "--tasks", "agnews", "--output",
-         str(tmp_path / "o"), "--budget", "0.1", "--budget-design", "adaptive", "--shard", "1/2"],
-        capture_output=True, text=True,
-    )
-    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
-    assert "--budget-design adaptive runs on the local executor, without --shard" in proc.stderr
-
-
 def test_the_adaptive_design_reads_logs_whose_texts_hold_unicode_line_breaks(tmp_path):
     from types import SimpleNamespace
 
@@ -517,7 +507,7 @@ def test_budget_extend_is_checked_before_anything_runs(tmp_path):
     for args, message in [
         (["--budget", "0.25", "--budget-extend", "0.1"], "--budget-extend 0.1: expected a share above --budget 0.25 and at most 1"),
         (["--budget-extend", "0.5"], "only apply with --budget F"),
-        (["--budget", "0.1", "--budget-extend", "0.25", "--shard", "0/2"], "--budget-extend runs on the local executor, without --shard"),
+        (["--budget", "0.1", "--budget-extend", "1.5"], "--budget-extend 1.5: expected a share above --budget 0.1 and at most 1"),
     ]:
         proc = subprocess.run([sys.executable, "-m", "instructeval_tasks.cli", "run", "--model", "hf", "--tasks", "agnews",
                                "--output", str(tmp_path / "o"), *args], capture_output=True, text=True)
