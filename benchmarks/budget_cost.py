@@ -34,6 +34,7 @@ from pathlib import Path
 
 import backend_common as bc
 from instructeval_tasks.data import read_jsonl
+from instructeval_tasks.sweep.budget import DEFAULT_DESIGN
 
 _SHARE = re.compile(r"cells \((\d+(?:\.\d+)?)%\)")
 _EXTENDED_SHARE = re.compile(r"budget extension to [^:]*: .*? of [\d,]+ \((\d+(?:\.\d+)?)%\)")
@@ -74,7 +75,7 @@ def main() -> int:
     parser.add_argument("--methods", default="null,generic,promptsource,adhoc")
     parser.add_argument("--budget", type=float, default=0.1)
     parser.add_argument("--design", default=None, choices=("balanced", "uniform", "adaptive"),
-                        help="--budget-design of the budgeted runs (default: the runner's, balanced); adaptive: "
+                        help="--budget-design of the budgeted runs (default: the runner's, adaptive); adaptive: "
                              "the first slice and its two rounds in one command, the share counted from the cells")
     parser.add_argument("--extend", type=float, default=None, metavar="F2",
                         help="also extend the pooled run's folder with --budget-extend F2 (run (d))")
@@ -96,7 +97,8 @@ def main() -> int:
     alone_cpu, alone_wall, _ = run(0, common + budget + ["--output", str(work / "alone")], args.threads)
     pooled, alone = cells(work / "pooled"), cells(work / "alone")
     # the plan line gives an adaptive design's first slice only: its share is counted from the cells
-    share = len(pooled) / len(cells(work / "full")) if args.design == "adaptive" else float(_SHARE.search(log).group(1)) / 100
+    adaptive = (args.design or DEFAULT_DESIGN) == "adaptive"
+    share = len(pooled) / len(cells(work / "full")) if adaptive else float(_SHARE.search(log).group(1)) / 100
     same = pooled == alone
     print(f"{args.task} zero-shot, methods {args.methods}, --budget {args.budget}"
           f"{f' --budget-design {args.design}' if args.design else ''} ({share:.1%} of cells); "

@@ -158,7 +158,7 @@ def test_the_extended_design_keeps_its_first_cells_and_ends_at_the_design_s_cell
     first = choose_cells(grid, "toy:zs", 0.1, 0, "balanced", min_items=1, full_methods=("null",))
     extended = choose_cells(grid, "toy:zs", 0.3, 0, "extended", min_items=1, full_methods=("null",))
     assert all(set(first[name]) <= set(extended[name]) for name in first)
-    assert sum(map(len, extended.values())) == dealt_cells(methods, 40, Budget(0.3, min_items=1))
+    assert sum(map(len, extended.values())) == dealt_cells(methods, 40, Budget(0.3, min_items=1, design="balanced"))
     assert len(extended["null/0"]) == 40  # the full method stays on every item, frozen in the rounds
 
 

@@ -90,11 +90,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="comma list of methods whose instructions get every item (default null, the baseline "
                              "of relative gain; '' for none)")
     budget.add_argument("--budget-design", dest="budget_design", default=None, choices=("uniform", "balanced", "adaptive"),
-                        help="balanced (default): the cells shared among the methods by the square root of "
-                             "their instruction counts (closer method means); uniform: every instruction gets the "
-                             "same share of items; adaptive: half the budget uniformly, the rest in two rounds to "
-                             "the cells the estimate is least sure of (the label scores on a classification grid, "
-                             "else the item-response model): the closest method means and rankings")
+                        help="adaptive (default): half the budget uniformly, the rest in two rounds to the cells "
+                             "the estimate is least sure of (the label scores on a classification grid, else the "
+                             "item-response model): the closest method means and rankings; balanced: the cells "
+                             "dealt in advance, shared among the methods by the square root of their instruction "
+                             "counts; uniform: every instruction gets the same share of items. A folder begun with "
+                             "another design continues with it when this option is left out")
     budget.add_argument("--budget-extend", dest="budget_extend", type=float, default=None, metavar="F2",
                         help="bring a folder's budgeted grids (run with the same command and --budget F) to a share "
                              "F2 > F of their cells, keeping every saved cell: the new ones in rounds to the cells "
@@ -127,7 +128,7 @@ OVERRIDE_KEYS = (
 def run(args: argparse.Namespace) -> int:
     from instructeval_tasks.errors import UserError
     from instructeval_tasks.sweep import SweepOptions, run_sweep
-    from instructeval_tasks.sweep.budget import DEFAULT_DESIGN, DEFAULT_FULL_METHODS, Budget
+    from instructeval_tasks.sweep.budget import DEFAULT_FULL_METHODS, Budget
 
     batch_size = int(args.batch_size) if str(args.batch_size).isdigit() else args.batch_size
     overrides = {key: getattr(args, key) for key in OVERRIDE_KEYS}
@@ -137,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
             raise UserError("--budget needs the per-sample logs (the estimates are fitted to them): drop --no-log-samples")
         full = DEFAULT_FULL_METHODS if args.budget_full_methods is None else tuple(_str_list(args.budget_full_methods))
         budget = Budget(args.budget, seed=args.budget_seed, min_items=args.budget_min_items, full_methods=full,
-                        design=args.budget_design or DEFAULT_DESIGN, extend_to=args.budget_extend)
+                        design=args.budget_design, extend_to=args.budget_extend)
     elif (args.budget_seed or args.budget_min_items is not None or args.budget_full_methods is not None
           or args.budget_design is not None or args.budget_extend is not None):
         raise UserError("--budget-seed, --budget-min-items, --budget-full-methods, --budget-design and --budget-extend "

@@ -6,7 +6,7 @@ demo set 0 -- whose rows are the plan's instructions and whose columns are the t
 ``F`` of its ``m x n`` cells, with three guarantees:
 
 - **every instruction** gets its quota of items: ``q = max(ceil(F * n), min_items, ceil(n / m))``
-  (at most ``n``) under ``--budget-design uniform``; under ``balanced`` (the default) the same
+  (at most ``n``) under ``--budget-design uniform``; under ``balanced`` the same
   ``m * max(ceil(F * n), ceil(n / m))`` cells are shared among the selection methods by the square
   root of their instruction counts (``balanced_quotas``: a 5-instruction method gets 2.8 times a
   40-instruction one's items per instruction, so its mean is not left to an eighth of the other's
@@ -15,6 +15,9 @@ demo set 0 -- whose rows are the plan's instructions and whose columns are the t
 - **classes are balanced** within each instruction's items: the gold classes' counts differ by at
   most one (``balanced_counts``), as far as each class's items allow; the extra items go to a
   different class for each instruction.
+
+The default design, ``adaptive`` (``sweep.adaptive``), deals half of the budget as the uniform
+design does and chooses the rest in rounds from the scores of the cells saved before them.
 
 The instructions of ``full_methods`` (default: ``null``) are evaluated on every item: the null
 instruction is the baseline of every relative gain (weighted 5x in mu), and one row of ``n``
@@ -64,7 +67,9 @@ BALANCED_MIN_ITEMS = 5
 BALANCED_POWER = 0.5  # a method's share of the cells goes as (its instruction count) ** BALANCED_POWER
 DEFAULT_FULL_METHODS = ("null",)
 DESIGNS = ("uniform", "balanced", "adaptive")
-DEFAULT_DESIGN = "balanced"
+# The closest design at 10% on every validated grid (README, "Budgeted sweeps"); a folder begun with
+# another design keeps it when the command names none (``Budget.resumed``).
+DEFAULT_DESIGN = "adaptive"
 ADAPTIVE_FIRST_SHARE = 0.5  # of the budget, dealt uniformly before the model chooses
 ADAPTIVE_ROUNDS = 2
 ADAPTIVE_FIRST_DESIGN = "uniform"  # how the first slice is dealt
@@ -78,13 +83,15 @@ class BudgetError(UserError, ValueError):
 @dataclass(frozen=True)
 class Budget:
     """A share ``fraction`` of each grid's cells, drawn with ``seed``; ``min_items`` per instruction
-    (default ``DEFAULT_MIN_ITEMS``, ``BALANCED_MIN_ITEMS`` under the balanced design)."""
+    (default ``DEFAULT_MIN_ITEMS``, ``BALANCED_MIN_ITEMS`` under the balanced design); ``design``
+    (default ``DEFAULT_DESIGN``; left out, a folder begun with another design continues with it:
+    ``resumed``)."""
 
     fraction: float
     seed: int = 0
     min_items: int | None = None
     full_methods: tuple[str, ...] = DEFAULT_FULL_METHODS
-    design: str = DEFAULT_DESIGN
+    design: str = None  # type: ignore[assignment]  # None: DEFAULT_DESIGN, or the folder's (resumed)
     # --budget-extend: the share each grid is brought to after the design's cells, in rounds where the
     # model is least sure (``budget_rounds``); not part of the cells' records (``as_dict``), so the
     # saved cells of the folder's --budget keep their fingerprints
@@ -92,6 +99,11 @@ class Budget:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "full_methods", tuple(self.full_methods))
+        # which options were left to their defaults (not fields: records and equality ignore them)
+        object.__setattr__(self, "defaulted", frozenset(
+            name for name, value in (("design", self.design), ("min_items", self.min_items)) if value is None))
+        if self.design is None:
+            object.__setattr__(self, "design", DEFAULT_DESIGN)
         if self.min_items is None:
             object.__setattr__(self, "min_items", BALANCED_MIN_ITEMS if self.design == "balanced" else DEFAULT_MIN_ITEMS)
         if self.design not in DESIGNS:
@@ -136,6 +148,20 @@ class Budget:
         if self.design == "uniform":  # the records of uniform budgets stay as they were before designs existed
             del record["design"]
         return record
+
+    def resumed(self, design: str) -> "Budget":
+        """This budget with the ``design`` of a folder's saved cells, when this one's design is the
+        default (the command named none): a folder begun under an earlier default continues as it began.
+
+            >>> Budget(0.1).resumed("balanced").as_dict()["design"], Budget(0.1).resumed("balanced").min_items
+            ('balanced', 5)
+            >>> Budget(0.1, design="uniform").resumed("balanced").design
+            'uniform'
+        """
+        if "design" not in self.defaulted or design == self.design:
+            return self
+        return Budget(self.fraction, seed=self.seed, min_items=None if "min_items" in self.defaulted else self.min_items,
+                      full_methods=self.full_methods, design=design, extend_to=self.extend_to)
 
     def first_slice(self) -> "Budget":
         """The uniform budget an adaptive design starts from: ``ADAPTIVE_FIRST_SHARE`` of the fraction
@@ -345,7 +371,7 @@ def budget_rounds(budget: Budget, saved_extensions: Sequence[float] = (), where:
     asked is refused: the asked one would plan other cells after the same saved ones.
 
     Example (a balanced folder extended to 0.25 before, now to 0.5):
-        >>> [(r.number, r.extend, r.step) for r in budget_rounds(Budget(0.1, extend_to=0.5), [0.25])]
+        >>> [(r.number, r.extend, r.step) for r in budget_rounds(Budget(0.1, design="balanced", extend_to=0.5), [0.25])]
         [(1, 0.25, 1), (2, 0.25, 2), (3, 0.5, 1), (4, 0.5, 2)]
     """
     rounds = [BudgetRound(r, None, r, ADAPTIVE_ROUNDS) for r in range(1, ADAPTIVE_ROUNDS + 1)] if budget.design == "adaptive" else []

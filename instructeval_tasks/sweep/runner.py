@@ -37,7 +37,7 @@ from .identity import RUN_FINGERPRINT_KEY, for_task, run_fingerprint
 from .plan import MODEL_ARG_KEYS, Variant, build_plan, fingerprint
 from .profiles import Profile, get_profile
 from .adaptive import SAMPLE_METRICS, plan_round
-from .budget import (ADAPTIVE_ROUNDS, BUDGET_KEY, EXTEND_ROUNDS, Budget, BudgetRound, budget_record, budget_rounds,
+from .budget import (ADAPTIVE_ROUNDS, BUDGET_KEY, DEFAULT_DESIGN, EXTEND_ROUNDS, Budget, BudgetRound, budget_record, budget_rounds,
                      extended_cells, grid_cells_of)
 from .chunk import (
     PATH_KEY,
@@ -234,6 +234,13 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
     check_max_batch_size(max_batch_size)
     label = check_folder_name(model_label, "--model-label") if model_label is not None else model_label_from_args(model, args_dict)
     check_output(output, label)
+    if budget is not None and "design" in budget.defaulted:  # a folder begun under another default keeps its design
+        folder = SweepStore(output, label)
+        begun = folder.begun_design()
+        if begun is not None and begun != budget.design:
+            budget = budget.resumed(begun)
+            echo(f"budget: {folder.root} was begun with the {begun} design, so it continues with it "
+                 f"(--budget-design {begun}); the default design, {DEFAULT_DESIGN}, needs another --output")
     data_dir = resolve_data_dir(data_dir)  # as the tasks would read it
     data_dir = str(Path(data_dir).expanduser().resolve()) if data_dir else None
     bank_dir = join_bank_dirs(bank_dir)  # resolved; several directories joined by os.pathsep

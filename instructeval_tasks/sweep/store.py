@@ -207,6 +207,15 @@ class SweepStore:
                 if name in (data.get("results") or {}):
                     yield path, name, (cfg.get("metadata") or {})
 
+    def begun_design(self) -> str | None:
+        """The ``--budget-design`` of the budgeted cells saved here (a design's own record, not a
+        round's), or None when none is saved; a record without a design is the uniform design's."""
+        for _, _, meta in self.saved_variants():
+            budget = meta.get("budget")
+            if isinstance(budget, dict) and not budget.get("round") and budget.get("extend") is None:
+                return str(budget.get("design", "uniform"))
+        return None
+
     def saved_extensions(self) -> list[float]:
         """The shares of the ``--budget-extend`` rounds saved here (their ``budget.extend``), sorted."""
         shares = set()

@@ -127,10 +127,12 @@ def test_balanced_cells_keep_the_sampler_guarantees():
                         methods=["adhoc"] * 50) == uniform
 
 
-def test_the_default_design_is_balanced_with_its_own_minimum():
-    assert Budget(0.1).design == "balanced" and Budget(0.1).min_items == 5
-    assert Budget(0.1, design="uniform").min_items == 10 and Budget(0.1, design="adaptive").min_items == 10
-    assert Budget(0.1).as_dict()["design"] == "balanced"
+def test_the_default_design_is_adaptive_and_the_balanced_one_has_its_own_minimum():
+    assert Budget(0.1).design == "adaptive" and Budget(0.1).min_items == 10
+    assert Budget(0.1, design="uniform").min_items == 10 and Budget(0.1, design="balanced").min_items == 5
+    assert Budget(0.1).as_dict()["design"] == "adaptive"
+    assert Budget(0.1).defaulted == {"design", "min_items"} and Budget(0.1, design="adaptive").defaulted == {"min_items"}
+    assert Budget(0.1) == Budget(0.1, design="adaptive", min_items=10)  # what was left out is no part of the budget
     assert "design" not in Budget(0.1, design="uniform").as_dict()  # uniform records are as they were
 
 
@@ -166,7 +168,7 @@ def _sweep(out: Path, model_dir: Path, data_dir: Path, budget, **kwargs):
 @pytest.fixture(scope="module")
 def budgeted_sweep(tmp_path_factory, tiny_model_dir, tiny_data_dir):
     out = tmp_path_factory.mktemp("budget")
-    report = _sweep(out, tiny_model_dir, tiny_data_dir, Budget(0.25, min_items=2))
+    report = _sweep(out, tiny_model_dir, tiny_data_dir, Budget(0.25, min_items=2, design="balanced"))
     return out, report
 
 
@@ -199,7 +201,7 @@ def test_budgeted_variants_evaluate_exactly_their_cells(budgeted_sweep):
 def test_progress_lines_say_a_budgeted_score_is_on_its_cells(tmp_path, tiny_model_dir, tiny_data_dir, capsys):
     run_sweep(model="hf", model_args=f"pretrained={tiny_model_dir},dtype=float32", tasks="agnews", methods="null,generic",
               output=tmp_path, profile="quick", data_dir=str(tiny_data_dir), progress=True,
-              budget=Budget(0.25, min_items=2),
+              budget=Budget(0.25, min_items=2, design="balanced"),
               overrides={"instructions_per_method": 2, "test_sample": 8, "settings": ["zero_shot"]})
     err = capsys.readouterr().err
     # null gets all 8 items; each generic instruction max(ceil(0.25 * 8), 2, ceil(8 / 2)) = 4
@@ -213,7 +215,7 @@ def test_the_plan_line_says_when_the_null_baseline_is_estimated_too(tmp_path, ti
     lines: list[str] = []
     run_sweep(model="hf", model_args=f"pretrained={tiny_model_dir},dtype=float32", tasks="agnews", methods="null,generic",
               output=tmp_path, profile="quick", data_dir=str(tiny_data_dir), progress=False, echo=lines.append,
-              budget=Budget(0.25, min_items=2, full_methods=()), dry_run=True,
+              budget=Budget(0.25, min_items=2, full_methods=(), design="balanced"), dry_run=True,
               overrides={"instructions_per_method": 2, "test_sample": 8, "settings": ["zero_shot"]})
     (plan_line,) = [line for line in lines if line.startswith("budget 0.25")]
     # null is dealt its quota like the generic instructions: max(ceil(0.25 * 8), 2, ceil(8 / 3)) = 3 each
@@ -242,8 +244,15 @@ def test_a_budgeted_variant_scores_its_cells_as_the_full_run_does(budgeted_sweep
 
 def test_resume_skips_the_same_budget_and_refuses_another(budgeted_sweep, tiny_model_dir, tiny_data_dir):
     out, _ = budgeted_sweep
-    again = _sweep(out, tiny_model_dir, tiny_data_dir, Budget(0.25, min_items=2))
+    lines: list[str] = []  # the design left out: the folder, begun with the balanced design, continues with it
+    again = _sweep(out, tiny_model_dir, tiny_data_dir, Budget(0.25, min_items=2), echo=lines.append)
     assert again.skipped == 24 and again.evaluated == 0
+    assert f"budget: {out / 'tiny_model0'} was begun with the balanced design, so it continues with it " \
+           "(--budget-design balanced); the default design, adaptive, needs another --output" in lines
+    assert any(line.startswith("budget 0.25 (seed 0, balanced design)") for line in lines)
+    with pytest.raises(SweepStoreError, match=r"\(seed 0, --budget-design balanced\); this run asks for --budget 0.25 "
+                                              r"\(seed 0, --budget-design adaptive\)"):  # named: no longer the folder's
+        _sweep(out, tiny_model_dir, tiny_data_dir, Budget(0.25, min_items=2, design="adaptive"), dry_run=True)
     with pytest.raises(SweepStoreError, match=r"computed with --budget 0.25 \(seed 0\); this run asks for --budget 0.25 \(seed 1\)"):
         _sweep(out, tiny_model_dir, tiny_data_dir, Budget(0.25, min_items=2, seed=1), dry_run=True)
     with pytest.raises(SweepStoreError, match=r"computed with --budget 0.25 \(seed 0\); this run asks for no --budget \(the full grid\)"):
@@ -395,13 +404,30 @@ def test_the_cli_offers_every_design_and_defaults_to_the_budgets_default():
     assert design.help.startswith(f"{DEFAULT_DESIGN} (default)")
 
 
-def test_the_cli_budget_deals_balanced_cells_by_default(tmp_path, tiny_model_dir, tiny_data_dir):
+def test_the_cli_budget_is_adaptive_by_default(tmp_path, tiny_model_dir, tiny_data_dir):
+    proc = subprocess.run(
+        [sys.executable, "-m", "instructeval_tasks.cli", "run", "--model", "hf", "--model_args",
+         f"pretrained={tiny_model_dir},dtype=float32", "--tasks", "agnews", "--methods", "null,generic",
+         "--instructions-per-method", "5", "--profile", "quick", "--test-sample", "8", "--settings", "zero_shot",
+         "--data-dir", str(tiny_data_dir), "--output", str(tmp_path / "o"), "--budget", "0.5", "--budget-min-items", "1", "--dry-run"],
+        capture_output=True, text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    # the uniform design's cells at 0.5 (null on every item, 5 x 4); the first slice half of them,
+    # dealt uniformly (5 x 2), the rest in the rounds
+    assert "budget 0.5 (seed 0, adaptive design): 28 of 48 (instruction, item) cells" in proc.stderr
+    assert "adaptive: 18 now, the rest in 2 rounds" in proc.stderr
+    assert "then the adaptive rounds 1-2: each round's cells are chosen from the scores saved before it" in proc.stderr
+
+
+def test_the_cli_budget_deals_balanced_cells(tmp_path, tiny_model_dir, tiny_data_dir):
     out = tmp_path / "o"
     proc = subprocess.run(
         [sys.executable, "-m", "instructeval_tasks.cli", "run", "--model", "hf", "--model_args",
          f"pretrained={tiny_model_dir},dtype=float32", "--tasks", "agnews", "--methods", "null,generic,adhoc",
          "--instructions-per-method", "20", "--profile", "quick", "--test-sample", "8", "--settings", "zero_shot",
-         "--data-dir", str(tiny_data_dir), "--output", str(out), "--budget", "0.25", "--budget-min-items", "1"],
+         "--data-dir", str(tiny_data_dir), "--output", str(out), "--budget", "0.25", "--budget-min-items", "1",
+         "--budget-design", "balanced"],
         capture_output=True, text=True,
     )
     assert proc.returncode == 0, proc.stderr
@@ -440,12 +466,12 @@ def test_budget_extend_brings_a_saved_budgeted_folder_to_a_larger_share_keeping_
     kwargs = dict(model="hf", model_args=f"pretrained={tiny_model_dir},dtype=float32", tasks="agnews", methods="null,generic",
                   profile="quick", data_dir=str(tiny_data_dir), progress=False, output=tmp_path / "a",
                   overrides={"instructions_per_method": 5, "test_sample": 8, "settings": ["zero_shot"]})
-    base = run_sweep(budget=Budget(0.25, min_items=1), **kwargs)
+    base = run_sweep(budget=Budget(0.25, min_items=1, design="balanced"), **kwargs)
     saved = _variants(tmp_path / "a")
     assert base.evaluated == 6 and sum(len(v["meta"]["budget"]["items"]) for v in saved.values()) == 8 + 5 * 2
 
     lines: list[str] = []
-    extended = run_sweep(budget=Budget(0.25, min_items=1, extend_to=0.5), echo=lines.append, **kwargs)
+    extended = run_sweep(budget=Budget(0.25, min_items=1, design="balanced", extend_to=0.5), echo=lines.append, **kwargs)
     variants = _variants(tmp_path / "a")
     rounds = {n: v for n, v in variants.items() if n not in saved}
     for name, v in saved.items():  # the saved cells are kept as they were
@@ -464,7 +490,7 @@ def test_budget_extend_brings_a_saved_budgeted_folder_to_a_larger_share_keeping_
 
     # the grid ends with the balanced design's cells at 0.5: null on 8 items, 5 generic x 4
     methods = ["null"] + ["generic"] * 5
-    assert sum(map(len, cells_of(variants).values())) == dealt_cells(methods, 8, Budget(0.5, min_items=1)) == 28
+    assert sum(map(len, cells_of(variants).values())) == dealt_cells(methods, 8, Budget(0.5, min_items=1, design="balanced")) == 28
     assert any(line.startswith("budget extension to 0.5: the grids brought to the balanced design's cells at 0.5, 28 of 48")
                for line in lines), lines
     assert any(line.startswith("extension to 0.5, round 1 of 2:") for line in lines), lines
@@ -523,6 +549,6 @@ def test_an_extension_s_rounds_follow_the_adaptive_design_s_and_the_extensions_t
     assert [(r.number, r.extend, r.rounds_left) for r in rounds] == [
         (1, None, 2), (2, None, 1), (3, 0.25, 2), (4, 0.25, 1), (5, 0.5, 2), (6, 0.5, 1)]
     assert [r.number for r in budget_rounds(Budget(0.1, design="adaptive"), [0.25])] == [1, 2]  # a plain resume
-    assert budget_rounds(Budget(0.1, extend_to=0.25), [0.25])[-1].number == 2  # the saved extension, re-derived
+    assert budget_rounds(Budget(0.1, design="balanced", extend_to=0.25), [0.25])[-1].number == 2  # the saved extension, re-derived
     with pytest.raises(BudgetError, match=r"runs/x holds grids extended to 0\.5 .*--budget-extend 0\.25 would plan other"):
-        budget_rounds(Budget(0.1, extend_to=0.25), [0.5], "runs/x")
+        budget_rounds(Budget(0.1, design="balanced", extend_to=0.25), [0.5], "runs/x")
