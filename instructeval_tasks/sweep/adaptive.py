@@ -17,7 +17,9 @@ saved like any variant. The aggregation joins an instruction's rounds into one r
 
 The fit is deterministic, so rerunning the command re-derives every round from the saved cells and
 resumes where an interruption stopped it. At the end a grid has as many cells as the uniform design
-at the same budget.
+at the same budget. The rounds are chosen in the sweep's process whatever the executor (a Ray
+executor's workers, kept from one round to the next, evaluate them); under ``--shard`` every shard
+chooses them from every shard's saved cells (``shards``).
 
 ``--budget-extend F`` (any design) adds rounds of the same kind after a grid's cells: ``EXTEND_ROUNDS``
 rounds bring it to the cells its design deals at ``F`` (``budget.round_target``), numbered on after

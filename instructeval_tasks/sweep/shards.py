@@ -108,6 +108,7 @@ class ClaimingQueue(JobQueue):
         self.skipped = 0
         self._busy: deque[ChunkJob] = deque()  # claimed by another process when first met
         self._held: dict[str, FileLock] = {}  # job key -> its claim
+        self._waiting_said = False  # one line per spell of waiting, not one per chunk waited for
 
     def __len__(self) -> int:
         return len(self._jobs) + len(self._busy)
@@ -145,6 +146,7 @@ class ClaimingQueue(JobQueue):
                 continue
             fresh = self._claimed(job, lock)
             if fresh is not None:
+                self._waiting_said = False
                 return fresh
         return None
 
@@ -153,7 +155,11 @@ class ClaimingQueue(JobQueue):
         while self._busy:
             job = self._busy.popleft()
             lock = self._lock(job)
-            self.echo(f"waiting for chunk {job.variants[0].chunk}: another process is evaluating it")
+            if not self._waiting_said:
+                self._waiting_said = True
+                others = f" and {len(self._busy)} more" if self._busy else ""
+                self.echo(f"waiting for chunk {job.variants[0].chunk}{others}: another process is evaluating "
+                          f"{'them' if self._busy else 'it'}")
             while True:
                 if self.stopping():
                     self._busy.appendleft(job)

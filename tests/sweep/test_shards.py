@@ -78,13 +78,16 @@ class OtherProcess:
 def test_a_chunk_claimed_elsewhere_is_taken_last_and_skipped_once_saved(tmp_path):
     first, second = _jobs()
     saved: set[str] = set()
-    queue = ClaimingQueue([first, second], tmp_path, still_pending=lambda job: None if job.key in saved else job)
+    lines: list[str] = []
+    queue = ClaimingQueue([first, second], tmp_path, still_pending=lambda job: None if job.key in saved else job,
+                          echo=lines.append)
     other = OtherProcess(tmp_path, first, then=lambda: saved.add(first.key), hold_seconds=1.0)
 
     assert queue.take() is second  # the first chunk is being evaluated elsewhere
     queue.release(second)
     assert queue.take() is None  # waited for the claim, found the chunk saved
     assert queue.skipped == len(first.variants)
+    assert lines == [f"waiting for chunk {first.variants[0].chunk}: another process is evaluating it"]
     other.thread.join()
 
 
@@ -247,5 +250,7 @@ def test_two_shards_at_once_choose_the_adaptive_rounds_of_the_single_run(adaptiv
     outputs = [log.read_text() for log in logs]
     assert codes == [0, 0], "\n".join(o[-2000:] for o in outputs)
     assert all("adaptive round 2 of 2:" in output for output in outputs)
+    # one line per spell of waiting (its part, the other shards' first slice, each round), not one per chunk
+    assert all(output.count("waiting for chunk") <= 4 for output in outputs), outputs
     assert sorted(files_of(out)) == sorted(files_of(adaptive_single[0]))
     assert _adaptive_cells(out) == adaptive_single[1]
