@@ -4,7 +4,7 @@ Runs the same ``instructeval run`` command three times, one after the other, eac
 with one thread (``--threads``, ``OMP_NUM_THREADS``; CPU time = user + system of the process, from
 ``resource.getrusage``):
 
-(a) the full grid (every instruction of the methods on every test item, zero-shot);
+(a) the full grid (every instruction of the methods on every test item, in ``--setting``: zero-shot by default);
 (b) ``--budget F``: budgeted chunks pooled into one harness call (the runner's way);
 (c) ``--budget F`` with every chunk in its own harness call (``chunk.POOL_ITEMS = 0``): what the
     pooling saves;
@@ -72,6 +72,10 @@ def main() -> int:
     parser.add_argument("--model-dir", default=str(bc.DEFAULT_MODEL))
     parser.add_argument("--data-dir", default=str(bc.DEFAULT_DATA))
     parser.add_argument("--task", default="emotion")
+    parser.add_argument("--setting", default="zero_shot", choices=("zero_shot", "few_shot"),
+                        help="the grid's setting (few_shot: demo set 0, the profile's shots)")
+    parser.add_argument("--skip-alone", action="store_true",
+                        help="skip run (c), one harness call per chunk (its comparison is then not printed)")
     parser.add_argument("--methods", default="null,generic,promptsource,adhoc")
     parser.add_argument("--budget", type=float, default=0.1)
     parser.add_argument("--design", default=None, choices=("balanced", "uniform", "adaptive"),
@@ -89,27 +93,35 @@ def main() -> int:
     common = ["--model", "instructeval-hf", "--model_args",
               f"pretrained={Path(args.model_dir).resolve()},dtype={args.dtype}", "--device", "cpu",
               "--batch_size", str(args.batch_size), "--tasks", args.task, "--methods", args.methods,
-              "--profile", "paper", "--instructions-per-method", "1000", "--settings", "zero_shot",
+              "--profile", "paper", "--instructions-per-method", "1000", "--settings", args.setting,
               "--selections", "1", "--data-dir", str(Path(args.data_dir).resolve())]
     budget = ["--budget", str(args.budget)] + (["--budget-design", args.design] if args.design else [])
     full_cpu, full_wall, _ = run(0, common + ["--output", str(work / "full")], args.threads)
     pooled_cpu, pooled_wall, log = run(200, common + budget + ["--output", str(work / "pooled")], args.threads)
-    alone_cpu, alone_wall, _ = run(0, common + budget + ["--output", str(work / "alone")], args.threads)
-    pooled, alone = cells(work / "pooled"), cells(work / "alone")
+    if not args.skip_alone:
+        alone_cpu, alone_wall, _ = run(0, common + budget + ["--output", str(work / "alone")], args.threads)
+    pooled = cells(work / "pooled")
+    alone = pooled if args.skip_alone else cells(work / "alone")
     # the plan line gives an adaptive design's first slice only: its share is counted from the cells
     adaptive = (args.design or DEFAULT_DESIGN) == "adaptive"
     share = len(pooled) / len(cells(work / "full")) if adaptive else float(_SHARE.search(log).group(1)) / 100
     same = pooled == alone
-    print(f"{args.task} zero-shot, methods {args.methods}, --budget {args.budget}"
+    print(f"{args.task} {args.setting.replace('_', '-')}, methods {args.methods}, --budget {args.budget}"
           f"{f' --budget-design {args.design}' if args.design else ''} ({share:.1%} of cells); "
           f"CPU seconds (wall), one thread each, {work}")
     print(f"  full grid                     {full_cpu:8.1f} ({full_wall:.0f})")
-    for label, cpu, wall in (("budget, pooled calls", pooled_cpu, pooled_wall),
-                             ("budget, one call per chunk", alone_cpu, alone_wall)):
+    timed = [("budget, pooled calls", pooled_cpu, pooled_wall)]
+    if not args.skip_alone:
+        timed.append(("budget, one call per chunk", alone_cpu, alone_wall))
+    for label, cpu, wall in timed:
         print(f"  {label:<29} {cpu:8.1f} ({wall:.0f})  {cpu / full_cpu:6.1%} of the full grid's, "
               f"{cpu / (share * full_cpu):.2f}x its share")
-    print(f"  pooled / one call per chunk   {pooled_cpu / alone_cpu:.2f}; every cell scored alike: {same} "
-          f"({len(pooled)} cells)")
+    if not args.skip_alone:
+        print(f"  pooled / one call per chunk   {pooled_cpu / alone_cpu:.2f}; every cell scored alike: {same} "
+              f"({len(pooled)} cells)")
+    full_cells = cells(work / "full")
+    print(f"  every budgeted cell scored as in the full grid: "
+          f"{all(full_cells[(name.split('__r')[0], doc)] == score for (name, doc), score in pooled.items())}")
     target = pooled_cpu <= 1.3 * share * full_cpu
     print(f"target: budgeted CPU <= 1.3 x share x full: {'MET' if target else 'NOT MET'}")
     if args.extend is not None:

@@ -423,3 +423,18 @@ def test_label_score_quantile_intervals_span_the_draws_and_the_estimates():
     assert (est.quantile_low <= np.minimum(low, low + moved) + 1e-12).all()
     assert (est.quantile_high >= np.maximum(high, high + moved) - 1e-12).all()
     assert ((est.quantile_low <= est.quantiles) & (est.quantiles <= est.quantile_high)).all()
+
+
+def test_a_method_with_no_correct_answer_in_its_observed_cells_is_a_warning_with_its_bound(tmp_path):
+    y = _truth(10)
+    y[1:] = 0.0  # every generic instruction wrong on every item; null right on some
+    _budgeted_run(tmp_path / "runs", "model-a", y)
+    result = aggregate(load_runs([tmp_path / "runs"]), n_boot=0, irt_boot=20)
+    n = int(result.budget.instructions.query("method == 'generic'")["observed_items"].sum())
+    (warning,) = [i for i in result.issues if i.code == "budget" and i.level == "warning"]
+    assert warning.message.startswith(f"grid 'agnews:zs' of model-a: no correct answer in the {n} observed cells of "
+                                      f"generic (up to {1 - 0.025 ** (1 / n):.1%}): such a method's estimate")
+    # a grid with both outcomes in every method's cells says nothing
+    _budgeted_run(tmp_path / "mixed", "model-a", _truth(10))
+    mixed = aggregate(load_runs([tmp_path / "mixed"]), n_boot=0, irt_boot=20)
+    assert not [i for i in mixed.issues if i.code == "budget" and i.level == "warning"]
