@@ -149,7 +149,7 @@ class RayExecutor:
     # can pass, and a second start usually succeeds.
     LOCAL_START_ATTEMPTS = 3
 
-    lm = None  # the model lives in the workers, not in the sweep's process
+    lm = None  # the model lives in the workers, not in the sweep's process (the runner reads lm of any executor)
 
     def __init__(self, *, workers: int = 1, address: str | None = None, resources: dict[str, Any] | None = None) -> None:
         self.ray = import_ray()

@@ -260,3 +260,14 @@ def test_adaptive_rounds_on_ray_workers_choose_the_local_run_s_cells(ray_address
     assert sorted(files_of(tmp_path / "ray")) == sorted(files_of(tmp_path / "local"))
     assert capsys.readouterr().err.count("ray: 2 worker(s) on") == 1  # the progress lines go to stderr
     assert sum(line.startswith("adaptive round") for line in lines) == 2
+
+
+def test_chat_placements_run_on_ray_workers_as_they_run_locally(ray_address, tmp_path, tiny_chat_model, tiny_data_dir,
+                                                                same_sweep):
+    common = dict(model="hf", model_args=f"pretrained={tiny_chat_model},dtype=float32", tasks="agnews",
+                  methods="null,generic", profile="quick", data_dir=str(tiny_data_dir), device="cpu", progress=False,
+                  placements=("chat-system",), overrides={"instructions_per_method": 1, "test_sample": 4,
+                                                           "settings": ["zero_shot"]})
+    assert run_sweep(output=tmp_path / "local", **common).evaluated == 2
+    assert run_sweep(output=tmp_path / "ray", executor="ray", workers=1, **common).evaluated == 2
+    same_sweep(tmp_path / "local", tmp_path / "ray")
