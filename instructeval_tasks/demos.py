@@ -8,6 +8,7 @@ sampler selects the set once, from the seed alone, and returns it for every docu
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Sequence
 
 import datasets
@@ -15,6 +16,19 @@ from lm_eval.api.samplers import ContextSampler
 
 from .sampling import order_demos, select_indices, truncate_fields
 from .specs import TaskSpec
+
+
+def class_labels(rows: datasets.Dataset, spec: TaskSpec) -> list[Any] | None:
+    """``rows``' labels as one list where ``spec`` draws class-balanced samples (else None).
+
+    One Arrow read of the column: iterating a datasets Column decodes row by row (34 ms for 2,000
+    rows), paid again by every variant of a sweep.
+
+        >>> from instructeval_tasks.specs import get_spec
+        >>> class_labels(datasets.Dataset.from_list([{"text": "a", "label": 1}, {"text": "b", "label": 0}]), get_spec("imdb"))
+        [1, 0]
+    """
+    return rows.with_format("arrow")[spec.label_field].to_pylist() if spec.balanced else None
 
 
 class FixedDemoSampler(ContextSampler):
@@ -51,28 +65,21 @@ class FixedDemoSampler(ContextSampler):
         self.order_mode = order_mode
         self.truncate_words = truncate_words
         self._cache: dict[int, tuple[list[int], list[dict[str, Any]]]] = {}
-        self._pool_labels: list[Any] | None = None
         self.selected_ids: list[int] = []
 
     def demo_ids(self, n: int) -> list[int]:
         """Train-split row indices of the ``n`` demos, in prompt order."""
         return self._demos(n)[0]
 
+    @functools.cached_property
     def _labels(self) -> list[Any] | None:
-        """The pool's labels (a classification task's), read once as a list: iterating the split's
-        column row by row cost 34 ms for 2,000 rows, paid twice per variant (the harness asks for K
-        and K + 1 demos), 10 of a few-shot budgeted run's 205 CPU-s."""
-        if not self.spec.balanced:
-            return None
-        if self._pool_labels is None:
-            column = self.pool.with_format("arrow")[self.spec.label_field] if isinstance(self.pool, datasets.Dataset) \
-                else self.pool[self.spec.label_field]
-            self._pool_labels = column.to_pylist() if hasattr(column, "to_pylist") else list(column)
-        return self._pool_labels
+        """The pool's class labels, read once: the harness asks for K and K + 1 demos, each set
+        drawn from them (AG News few-shot, ``--budget 0.1``: 205.4 -> 186.9 CPU-s)."""
+        return class_labels(self.pool, self.spec)
 
     def _demos(self, n: int) -> tuple[list[int], list[dict[str, Any]]]:
         if n not in self._cache:
-            labels = self._labels()
+            labels = self._labels
             try:
                 ids = select_indices(labels, len(self.pool), n, self.demo_seed,
                                      classes=self.spec.classes)

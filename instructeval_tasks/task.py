@@ -25,7 +25,7 @@ from lm_eval.api.task import ConfigurableTask
 
 from . import __version__
 from .data import load_splits
-from .demos import FixedDemoSampler
+from .demos import FixedDemoSampler, class_labels
 from .instruction import resolve_instruction
 from .options import CHAT_PLACEMENTS, OptionError, TaskOptions, first_user_turn_prefixed
 from .perturbed import PerturbedText, add_perturbed_fields, perturbation_record
@@ -149,9 +149,7 @@ class InstructEvalTask(ConfigurableTask):
             dataset_kwargs=dataset_kwargs,
         )
         if self.options.test_sample is not None:
-            # one Arrow read of the column: iterating a datasets Column decodes row by row (0.1 s a
-            # variant for 1,000 rows, paid again by every variant of a sweep)
-            labels = evaluation.with_format("arrow")[self.spec.label_field].to_pylist() if self.spec.balanced else None
+            labels = class_labels(evaluation, self.spec)
             evaluation = evaluation.select(self.draw_test_ids(labels, len(evaluation), f"an eval split of {len(evaluation)} rows"))
         self._repeated_items = _repeated_items(self.spec, evaluation)
         if self._repeated_items:  # a local eval file refuses repeats (data.py); an HF split is the paper's
