@@ -278,30 +278,27 @@ def estimate_grid(cells: Cells, *, n_boot: int, level: float, rng: np.random.Gen
     return GridEstimate(fit, point, draws, lo, hi, p_best, own, np.minimum(q_lo, q_lo + shift), np.maximum(q_hi, q_hi + shift))
 
 
-def _one_sided_methods(cells: Cells, row_method: Sequence[str]) -> list[str]:
-    """The methods with unobserved cells whose observed cells all scored 0 (or all 1), each as
-    ``"no correct answer in the 354 observed cells of adhoc (up to 1.0%)"``: with no outcome of the
-    other kind, nothing in the method's own cells bounds its estimate, and a near-0% grid's fit is
-    sure of it (NQ-Open on SmolLM2 at 10%: 0.00 [0.00, 0.00] for methods whose exact means were
-    0.3-0.4 points). The bound is the exact one-sided 97.5% limit of a rate seen 0 times in n,
-    ``1 - 0.025 ** (1 / n)``.
+def _one_sided(cells: Cells, rows: np.ndarray, method: str) -> str | None:
+    """``"no correct answer in the 354 observed cells of adhoc (up to 1.0%)"`` where ``method`` (its
+    instructions: ``rows``) has unobserved cells and its observed ones all scored 0 (or all 1), else
+    None: with no outcome of the other kind, nothing in the method's own cells bounds its estimate,
+    and a near-0% grid's fit is sure of it (NQ-Open on SmolLM2 at 10%: 0.00 [0.00, 0.00] for methods
+    whose exact means were 0.3-0.4 points). The bound is the exact one-sided 97.5% limit of a rate
+    seen 0 times in n, ``1 - 0.025 ** (1 / n)``.
 
         >>> c = Cells(np.array([0, 0, 1, 2, 2]), np.array([0, 1, 0, 0, 1]), np.array([0., 0., 0., 1., 0.]), 3, 2)
-        >>> _one_sided_methods(c, ["a", "a", "b"])  # b is observed on every item
-        ['no correct answer in the 3 observed cells of a (up to 70.8%)']
+        >>> _one_sided(c, np.array([0, 1]), "a"), _one_sided(c, np.array([2]), "b")  # b is observed on every item
+        ('no correct answer in the 3 observed cells of a (up to 70.8%)', None)
     """
-    out = []
-    for method in sorted(set(row_method)):
-        rows = [i for i, name in enumerate(row_method) if name == method]
-        seen = np.isin(cells.rows, rows)
-        n = int(seen.sum())
-        if not n or n == len(rows) * cells.n_cols:
-            continue
-        values = cells.y[seen]
-        if values.max() <= 0 or values.min() >= 1:
-            kind = "correct" if values.max() <= 0 else "wrong"
-            out.append(f"no {kind} answer in the {n} observed cells of {method} (up to {1 - 0.025 ** (1 / n):.1%})")
-    return out
+    seen = np.isin(cells.rows, rows)
+    n = int(seen.sum())
+    if not n or n == len(rows) * cells.n_cols:
+        return None
+    values = cells.y[seen]
+    if values.max() > 0 and values.min() < 1:
+        return None
+    kind = "correct" if values.max() <= 0 else "wrong"
+    return f"no {kind} answer in the {n} observed cells of {method} (up to {1 - 0.025 ** (1 / n):.1%})"
 
 
 def _design_of(members: Sequence[VariantResult]) -> str:
@@ -384,14 +381,12 @@ def estimate_budgeted(
                 return nan, nan
             return tuple(float(x[0]) for x in _percentile_ci(reps[:, None], level))  # type: ignore[return-value]
 
-        unsupported = _one_sided_methods(cells, row_method)
-        if unsupported:
-            issues.warn("budget", f"grid {grid!r} of {model}: " + "; ".join(unsupported) + ": such a method's "
-                        "estimate and interval are the model's extrapolation from the other cells (the bound: the "
-                        "share of its unobserved cells that could differ, 95%, were they like its observed ones); "
-                        "--budget-extend adds cells")
+        unsupported = []
         for method in sorted(set(row_method)):
             rows = np.array([i for i, name in enumerate(row_method) if name == method])
+            one_sided = _one_sided(cells, rows, method)
+            if one_sided:
+                unsupported.append(one_sided)
             m_lo, m_hi = interval(draws[:, rows].mean(axis=1) if draws is not None else None)
             g_lo, g_hi = interval(gain_draws.get(method))
             d_lo, d_hi = interval(vs_null_draws.get(method))
@@ -401,6 +396,11 @@ def estimate_budgeted(
                                 "gain": float(gain[method]), "gain_low": g_lo, "gain_high": g_hi,
                                 "vs_null": float(vs_null.get(method, nan)), "vs_null_low": d_lo, "vs_null_high": d_hi,
                                 "p_above_null": float(np.mean(above > 0)) if above is not None else nan})
+        if unsupported:
+            issues.warn("budget", f"grid {grid!r} of {model}: " + "; ".join(unsupported) + ": such a method's "
+                        "estimate and interval are the model's extrapolation from the other cells (the bound: the "
+                        "share of its unobserved cells that could differ, 95%, were they like its observed ones); "
+                        "--budget-extend adds cells")
         for k, q in enumerate(QUANTILES):
             quant_rows.append({**base, "quantile": q, "estimate": float(est.quantiles[k]),
                                "ci_low": float(est.quantile_low[k]), "ci_high": float(est.quantile_high[k])})
