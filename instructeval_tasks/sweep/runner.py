@@ -430,11 +430,7 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
                                       log_samples=log_samples, write=echo)
             if has_rounds and (pending or harness_pending):  # one model load for all rounds
                 _load_once(runner, spec)
-            jobs = chunk_jobs(pending, metadata)
-            if harness_pending:  # lm-eval's own tasks, instructed: one job per task, on the same executor
-                from .harness_runs import harness_jobs
-
-                jobs += harness_jobs(harness_pending, harness_configs, data_dir)
+            jobs = _jobs(pending, harness_pending, metadata, harness_configs, data_dir)
             if jobs or stock_pending:
                 _evaluate_pending(runner, jobs, spec, prof, store, report, planned=planned,
                                   log_samples=log_samples, progress=progress, echo=echo, stock=stock)
@@ -546,6 +542,18 @@ def _budget_rounds(runner: Any, first: list, plan_next: Callable[[BudgetRound, d
                               log_samples=log_samples, progress=progress, echo=echo)
 
 
+def _jobs(variants: list[Variant], harness: list, metadata: dict[str, dict[str, Any]], harness_configs: dict,
+          data_dir: str | None) -> list:
+    """The chunk jobs of ``variants``, then those of lm-eval's own tasks, instructed (``harness``:
+    one job per task), for the same executor."""
+    jobs: list = chunk_jobs(variants, metadata)
+    if harness:
+        from .harness_runs import harness_jobs
+
+        jobs += harness_jobs(harness, harness_configs, data_dir)
+    return jobs
+
+
 def _load_once(runner: Any, spec: ModelSpec) -> None:
     """Load the local executor's model once for all the rounds (a Ray executor's workers hold theirs)."""
     if runner.name == "local" and runner.lm is None:
@@ -570,14 +578,9 @@ def _other_shards_cells(runner: Any, part: ShardSpec, plan: list[Variant], harne
     echo(f"shard {part}: the rounds are chosen from every shard's cells; {len(rest) + len(rest_harness)} variant(s) "
          f"of the other shards not saved yet, evaluated here unless another shard is evaluating them (then waited for)")
     report.planned += len(rest) + len(rest_harness)
-    jobs = chunk_jobs(rest, metadata)
-    if rest_harness:
-        from .harness_runs import harness_jobs
-
-        jobs += harness_jobs(rest_harness, harness_configs, data_dir)
     _load_once(runner, spec)
-    _evaluate_pending(runner, jobs, spec, prof, store, report, planned=planned, log_samples=log_samples,
-                      progress=progress, echo=echo)
+    _evaluate_pending(runner, _jobs(rest, rest_harness, metadata, harness_configs, data_dir), spec, prof, store, report,
+                      planned=planned, log_samples=log_samples, progress=progress, echo=echo)
 
 
 def _evaluate_pending(runner: Any, jobs: list[ChunkJob], spec: ModelSpec, prof: Profile, store: SweepStore,
