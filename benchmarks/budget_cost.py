@@ -102,9 +102,10 @@ def main() -> int:
         alone_cpu, alone_wall, _ = run(0, common + budget + ["--output", str(work / "alone")], args.threads)
     pooled = cells(work / "pooled")
     alone = pooled if args.skip_alone else cells(work / "alone")
+    full_cells = cells(work / "full")
     # the plan line gives an adaptive design's first slice only: its share is counted from the cells
     adaptive = (args.design or DEFAULT_DESIGN) == "adaptive"
-    share = len(pooled) / len(cells(work / "full")) if adaptive else float(_SHARE.search(log).group(1)) / 100
+    share = len(pooled) / len(full_cells) if adaptive else float(_SHARE.search(log).group(1)) / 100
     same = pooled == alone
     print(f"{args.task} {args.setting.replace('_', '-')}, methods {args.methods}, --budget {args.budget}"
           f"{f' --budget-design {args.design}' if args.design else ''} ({share:.1%} of cells); "
@@ -119,7 +120,6 @@ def main() -> int:
     if not args.skip_alone:
         print(f"  pooled / one call per chunk   {pooled_cpu / alone_cpu:.2f}; every cell scored alike: {same} "
               f"({len(pooled)} cells)")
-    full_cells = cells(work / "full")
     print(f"  every budgeted cell scored as in the full grid: "
           f"{all(full_cells[(name.split('__r')[0], doc)] == score for (name, doc), score in pooled.items())}")
     target = pooled_cpu <= 1.3 * share * full_cpu
@@ -128,9 +128,8 @@ def main() -> int:
         extend_cpu, extend_wall, log = run(200, common + budget + ["--budget-extend", str(args.extend), "--output",
                                                                   str(work / "pooled")], args.threads)
         extended_share = float(_EXTENDED_SHARE.search(log).group(1)) / 100
-        full = cells(work / "full")
         added = {key: score for key, score in cells(work / "pooled").items() if key not in pooled}
-        alike = all(full[(name.split("__r")[0], doc)] == score for (name, doc), score in added.items())
+        alike = all(full_cells[(name.split("__r")[0], doc)] == score for (name, doc), score in added.items())
         total = pooled_cpu + extend_cpu
         print(f"  --budget-extend {args.extend} of the pooled folder ({extended_share:.1%} of cells): {extend_cpu:.1f} "
               f"({extend_wall:.0f}) for {len(added)} more cells; with its --budget run {total:.1f} = "
