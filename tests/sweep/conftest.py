@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Callable
@@ -46,3 +47,19 @@ def same_sweep() -> Callable[[Path, Path], None]:
 @pytest.fixture
 def files_of() -> Callable[[Path], dict[str, Path]]:
     return sweep_files
+
+
+def budget_cells(root: Path) -> dict[str, tuple[list[int], dict[int, float]]]:
+    """``{variant: (its budget items, {item: acc})}`` of every saved variant of a budgeted folder, rounds included."""
+    found = {}
+    for path in sorted(root.rglob("results_*.json")):
+        data = json.loads(path.read_text())
+        for name in data["results"]:
+            rows = [json.loads(line) for line in next(root.rglob(f"samples_{name}_[0-9]*.jsonl")).read_text().splitlines()]
+            found[name] = (data["configs"][name]["metadata"]["budget"]["items"], {r["doc_id"]: r["acc"] for r in rows})
+    return found
+
+
+@pytest.fixture(scope="session")
+def budget_cells_of() -> Callable[[Path], dict[str, tuple[list[int], dict[int, float]]]]:
+    return budget_cells

@@ -230,11 +230,9 @@ def test_budgeted_chunks_are_pooled_on_a_ray_worker_and_saved_as_locally(ray_add
 
 
 def test_adaptive_rounds_on_ray_workers_choose_the_local_run_s_cells(ray_address, tmp_path, tiny_model_dir, tiny_data_dir,
-                                                                    files_of, capsys):
+                                                                    files_of, budget_cells_of, capsys):
     """Each round is chosen in the sweep's process from the saved cells and evaluated on the same
     workers (started once for the whole sweep, so each loads the model once)."""
-    import json
-
     from instructeval_tasks.sweep.budget import Budget
 
     common = dict(model="hf", model_args=f"pretrained={tiny_model_dir},dtype=float32", tasks="agnews",
@@ -242,21 +240,12 @@ def test_adaptive_rounds_on_ray_workers_choose_the_local_run_s_cells(ray_address
                   budget=Budget(0.5, min_items=1, design="adaptive"),
                   overrides={"instructions_per_method": 4, "test_sample": 8, "settings": ["zero_shot"]})
 
-    def cells(root: Path) -> dict[str, tuple[list[int], dict[int, float]]]:
-        found = {}
-        for path in root.rglob("results_*.json"):
-            data = json.loads(path.read_text())
-            for name in data["results"]:
-                rows = [json.loads(line) for line in next(root.rglob(f"samples_{name}_[0-9]*.jsonl")).read_text().splitlines()]
-                found[name] = (data["configs"][name]["metadata"]["budget"]["items"], {r["doc_id"]: r["acc"] for r in rows})
-        return found
-
     local = run_sweep(output=tmp_path / "local", **common)
     capsys.readouterr()
     lines: list[str] = []
     on_ray = run_sweep(output=tmp_path / "ray", executor="ray", workers=2, echo=lines.append, **common)
-    assert on_ray.evaluated == local.evaluated and any("__r2" in name for name in cells(tmp_path / "ray"))
-    assert cells(tmp_path / "ray") == cells(tmp_path / "local")
+    assert on_ray.evaluated == local.evaluated and any("__r2" in name for name in budget_cells_of(tmp_path / "ray"))
+    assert budget_cells_of(tmp_path / "ray") == budget_cells_of(tmp_path / "local")
     assert sorted(files_of(tmp_path / "ray")) == sorted(files_of(tmp_path / "local"))
     assert capsys.readouterr().err.count("ray: 2 worker(s) on") == 1  # the progress lines go to stderr
     assert sum(line.startswith("adaptive round") for line in lines) == 2

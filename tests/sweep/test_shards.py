@@ -105,6 +105,20 @@ def test_a_chunk_whose_claimant_died_is_evaluated_here(tmp_path):
     rival.release()
 
 
+def _two_shards_at_once(command: list[str], logs_in: Path) -> list[str]:
+    """``command --shard 0/2`` and ``--shard 1/2`` started together; both must exit 0. Their outputs."""
+    logs = [logs_in / f"shard{i}.log" for i in range(2)]
+    sinks = [log.open("w") for log in logs]
+    procs = [subprocess.Popen(command + ["--shard", f"{i}/2"], cwd=REPO, stdout=sink, stderr=subprocess.STDOUT)
+             for i, sink in enumerate(sinks)]
+    codes = [proc.wait(timeout=600) for proc in procs]
+    for sink in sinks:
+        sink.close()
+    outputs = [log.read_text() for log in logs]
+    assert codes == [0, 0], "\n".join(o[-2000:] for o in outputs)
+    return outputs
+
+
 @pytest.fixture(scope="module")
 def single_process(tmp_path_factory, tiny_model_dir, tiny_data_dir):
     out = tmp_path_factory.mktemp("one")
@@ -122,15 +136,7 @@ def test_two_shards_at_once_write_the_single_run(single_process, tmp_path, tiny_
             "--model_args", f"pretrained={tiny_model_dir},dtype=float32", "--tasks", TASKS,
             "--methods", "null,generic", "--profile", "quick", "--instructions-per-method", "1",
             "--test-sample", "4", "--data-dir", str(tiny_data_dir), "--output", str(out), "--device", "cpu"]
-    logs = [tmp_path / f"shard{i}.log" for i in range(2)]
-    sinks = [log.open("w") for log in logs]
-    procs = [subprocess.Popen(base + ["--shard", f"{i}/2"], cwd=REPO, stdout=sink, stderr=subprocess.STDOUT)
-             for i, sink in enumerate(sinks)]
-    codes = [proc.wait(timeout=600) for proc in procs]
-    for sink in sinks:
-        sink.close()
-    outputs = [log.read_text() for log in logs]
-    assert codes == [0, 0], "\n".join(o[-2000:] for o in outputs)
+    outputs = _two_shards_at_once(base, tmp_path)
     for i, output in enumerate(outputs):
         assert f"shard {i}/2 of the sweep: 14 of 28 variants planned" in output
         assert "14 planned, 0 skipped (done), 14 evaluated" in output
@@ -182,37 +188,23 @@ def test_the_same_shard_started_twice_is_refused(tmp_path, tiny_model_dir, tiny_
     assert (report.planned, report.evaluated) == (1, 1)
 
 
-def _adaptive_cells(root: Path) -> dict[str, tuple[list[int], dict[int, float]]]:
-    """``{variant: (its budget items, {item: acc})}`` of every saved variant, rounds included."""
-    import json
-
-    found = {}
-    for path in sorted(root.rglob("results_*.json")):
-        data = json.loads(path.read_text())
-        for name in data["results"]:
-            log = next(root.rglob(f"samples_{name}_[0-9]*.jsonl"))
-            rows = [json.loads(line) for line in log.read_text().splitlines()]
-            found[name] = (data["configs"][name]["metadata"]["budget"]["items"], {r["doc_id"]: r["acc"] for r in rows})
-    return found
-
-
 ADAPTIVE = ["--tasks", "agnews", "--methods", "null,generic", "--profile", "quick", "--instructions-per-method", "4",
             "--test-sample", "8", "--settings", "zero_shot", "--budget", "0.5", "--budget-min-items", "1",
             "--budget-design", "adaptive"]
 
 
 @pytest.fixture(scope="module")
-def adaptive_single(tmp_path_factory, tiny_model_dir, tiny_data_dir):
+def adaptive_single(tmp_path_factory, tiny_model_dir, tiny_data_dir, budget_cells_of):
     out = tmp_path_factory.mktemp("adaptive_one")
     assert cli_main(["run", "--model", "hf", "--model_args", f"pretrained={tiny_model_dir},dtype=float32", *ADAPTIVE,
                      "--data-dir", str(tiny_data_dir), "--output", str(out), "--device", "cpu"]) == 0
-    cells = _adaptive_cells(out)
+    cells = budget_cells_of(out)
     assert any("__r1" in name for name in cells) and any("__r2" in name for name in cells)
     return out, cells
 
 
 def test_shards_run_in_turn_choose_the_adaptive_rounds_of_the_single_run(adaptive_single, tmp_path, tiny_model_dir,
-                                                                         tiny_data_dir, capsys):
+                                                                         tiny_data_dir, capsys, budget_cells_of):
     """A shard run alone evaluates the other shards' first slice (none holds it), then every round;
     a shard run after it finds its part done."""
     out = tmp_path / "out"
@@ -224,15 +216,15 @@ def test_shards_run_in_turn_choose_the_adaptive_rounds_of_the_single_run(adaptiv
     assert ("shard 0/2: the rounds are chosen from every shard's cells; 2 variant(s) of the other shards not saved "
             "yet, evaluated here unless another shard is evaluating them (then waited for)") in err
     assert "adaptive round 2 of 2:" in err
-    assert _adaptive_cells(out) == adaptive_single[1]
+    assert budget_cells_of(out) == adaptive_single[1]
     assert cli_main(base + ["--shard", "1/2"]) == 0
     err = capsys.readouterr().err
     assert "2 of 5 variants planned, 2 already done, 0 to run" in err and "other shards not saved" not in err
-    assert _adaptive_cells(out) == adaptive_single[1]
+    assert budget_cells_of(out) == adaptive_single[1]
 
 
 def test_two_shards_at_once_choose_the_adaptive_rounds_of_the_single_run(adaptive_single, tmp_path, tiny_model_dir,
-                                                                         tiny_data_dir, files_of):
+                                                                         tiny_data_dir, files_of, budget_cells_of):
     """Each shard waits for the other's first slice, both choose the same rounds from the saved cells,
     and the rounds' chunks go to whichever claims them: the folder holds the single run's files and
     cells (its scores within float rounding: the shards pool other chunks into a harness call)."""
@@ -240,17 +232,9 @@ def test_two_shards_at_once_choose_the_adaptive_rounds_of_the_single_run(adaptiv
     base = [sys.executable, "-m", "instructeval_tasks.cli", "run", "--model", "hf",
             "--model_args", f"pretrained={tiny_model_dir},dtype=float32", *ADAPTIVE,
             "--data-dir", str(tiny_data_dir), "--output", str(out), "--device", "cpu"]
-    logs = [tmp_path / f"shard{i}.log" for i in range(2)]
-    sinks = [log.open("w") for log in logs]
-    procs = [subprocess.Popen(base + ["--shard", f"{i}/2"], cwd=REPO, stdout=sink, stderr=subprocess.STDOUT)
-             for i, sink in enumerate(sinks)]
-    codes = [proc.wait(timeout=600) for proc in procs]
-    for sink in sinks:
-        sink.close()
-    outputs = [log.read_text() for log in logs]
-    assert codes == [0, 0], "\n".join(o[-2000:] for o in outputs)
+    outputs = _two_shards_at_once(base, tmp_path)
     assert all("adaptive round 2 of 2:" in output for output in outputs)
     # one line per spell of waiting (its part, the other shards' first slice, each round), not one per chunk
     assert all(output.count("waiting for chunk") <= 4 for output in outputs), outputs
     assert sorted(files_of(out)) == sorted(files_of(adaptive_single[0]))
-    assert _adaptive_cells(out) == adaptive_single[1]
+    assert budget_cells_of(out) == adaptive_single[1]
