@@ -198,3 +198,17 @@ def test_label_scores_that_do_not_give_the_cache_s_answers_stop_the_benchmark():
     with pytest.raises(SystemExit, match="its choice_scores are not usable: the label scores give another answer"):
         for seed in range(4):  # until item 0 of instruction 1 is among the chosen cells
             evaluate_grid(grid, 0.5, seed, 10, "boolq:zs", "uniform", min_items=1, full_methods=("null",))
+
+
+def test_coverage_misses_count_the_intervals_and_test_them_against_95_percent():
+    def scores(method, quant):
+        return Scores(1.0, 0.5, 0.5, 0.5, 1.0, 0.95, method, quant, 0.1, intervals=(40, 3, 5))
+
+    # 10 seeds of 3 method means: 24 covered (two misses a seed); every quantile covered
+    results = {(0.1, "uniform", "a", "model"): [scores(0.8, 1.0)] * 10}
+    line, = coverage_misses(results, ["a"])
+    assert line.startswith("a methods 80.0% (24 of 30, p 0.00"), line  # 24 of 30 is far below 95%
+    p_all = float(line.split("50 of 50, p ")[1].rstrip(")"))
+    assert 0.05 < p_all < 0.5  # all 50 covered happens under 95% (0.95 ** 50 = 0.08 of the time): no evidence
+    one_seed = {(0.1, "uniform", "a", "model"): [scores(1.0, 1.0)]}  # 3 of 3: a miss of the 90-97% band, no evidence
+    assert "3 of 3, p 1" in coverage_misses(one_seed, ["a"])[0]
