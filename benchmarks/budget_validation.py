@@ -655,7 +655,7 @@ COVERAGES = {"coverage": "instructions", "method_coverage": "methods", "quantile
 
 def _coverage_on_target(value: float) -> bool:
     """Nominal 95% intervals should cover 90-97% of the exact values."""
-    return 0.90 <= value <= 0.97
+    return 0.90 - 1e-9 <= value <= 0.97 + 1e-9  # 27 of 30 is 90%, whatever the mean's rounding
 
 
 def coverage_misses(results: dict, keys: list[str], *, fraction: float = 0.1, design: str = "uniform") -> list[str]:
@@ -765,8 +765,9 @@ def _verdicts(results: dict, keys: list[str], gains: dict[str, float] | None = N
         for key in keys:
             model, subset = at(0.1, design, key, "model"), at(0.1, design, key, "subset") or at(0.1, "balanced", key, "subset")
             mm, qm, sm = _mean(model, "method_mae"), _mean(model, "quantile_mae"), _mean(subset, "method_mae")
+            # the subset's means come with the balanced or the design's own run: without them, not compared
             bad = [w for w, ok in (("method MAE > 1.0", mm <= 1.0), ("quantile MAE > 1.5", qm <= 1.5),
-                                   ("method means worse than the subset's", mm <= sm + 1e-9)) if not ok]
+                                   ("method means worse than the subset's", np.isnan(sm) or mm <= sm + 1e-9)) if not ok]
             failures += [f"{key}: {w}" for w in bad]
         pooled = [s for k in keys for s in at(0.1, design, k, "model")]
         coverage = {name: _mean(pooled, field) for field, name in COVERAGES.items()}

@@ -212,3 +212,17 @@ def test_coverage_misses_count_the_intervals_and_test_them_against_95_percent():
     assert 0.05 < p_all < 0.5  # all 50 covered happens under 95% (0.95 ** 50 = 0.08 of the time): no evidence
     one_seed = {(0.1, "uniform", "a", "model"): [scores(1.0, 1.0)]}  # 3 of 3: a miss of the 90-97% band, no evidence
     assert "3 of 3, p 1" in coverage_misses(one_seed, ["a"])[0]
+
+
+def test_verdict_compares_with_the_subset_only_where_the_subset_was_run(capsys):
+    from budget_validation import _verdicts
+
+    def scores(method):
+        return Scores(1.0, method, 0.5, 0.5, 1.0, 0.95, 0.95, 0.95, 0.1)
+
+    alone = {(0.1, "adaptive", "a", "model"): [scores(0.4)]}
+    _verdicts(alone, ["a"])
+    assert "MET on every grid" in capsys.readouterr().out
+    with_subset = {**alone, (0.1, "balanced", "a", "subset"): [scores(0.3)]}
+    _verdicts(with_subset, ["a"])
+    assert "a: method means worse than the subset's" in capsys.readouterr().out
