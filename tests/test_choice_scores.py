@@ -97,3 +97,33 @@ def test_the_reported_sds_are_those_the_mode_and_its_hessian_were_fitted_under(m
         converged.design, *np.nonzero(observed), converged.margins[observed],
         (lambda p: p * (1 - p))(converged.probabilities[observed]))[u, u] + converged.design.precision[u]
     assert np.isclose(prior, converged.s_u ** -2)
+
+
+def test_held_out_margins_are_each_cells_margin_from_a_fit_without_it():
+    from instructeval_tasks.choice_scores import held_out_margins
+
+    z, gold, _ = _grid(2)
+    observed = _observed(3, z.shape[:2], 0.3)
+    groups = np.zeros(z.shape[0], dtype=int)
+    c = centred(z)
+    held = held_out_margins(c, observed, groups, gold, int(observed.sum()))  # one cell per fold: leave one out
+    for i, j in np.argwhere(observed)[[0, 7, 100]]:
+        seen = observed.copy()
+        seen[i, j] = False
+        assert np.isclose(held[i, j], gold_margins(fit_scores(c, seen, groups), gold)[i, j])
+    assert np.isnan(held[~observed]).all() and np.isfinite(held[observed]).all()
+    scored = gold_margins(c, gold)
+    fitted = gold_margins(fit_scores(c, observed, groups), gold)
+    # the fitted margins were fitted to these very scores; held out, they are as far off as an unseen cell's
+    assert np.abs(held - scored)[observed].mean() > 1.2 * np.abs(fitted - scored)[observed].mean()
+
+
+def test_a_calibration_on_held_out_margins_trusts_them_less():
+    z, gold, y = _grid(4)
+    observed = _observed(5, z.shape[:2], 0.2)
+    groups = np.zeros(z.shape[0], dtype=int)
+    fitted = fit_choice_scores(z, observed, y, gold, groups)
+    held = fit_choice_scores(z, observed, y, gold, groups, held_out_folds=10)
+    gamma = fitted.design.na  # theta[na] is the (one) method's slope on the margins
+    assert held.theta[gamma] < fitted.theta[gamma]
+    assert np.array_equal(held.margins, fitted.margins)  # the unobserved cells' margins are the same prediction
