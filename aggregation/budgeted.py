@@ -23,7 +23,8 @@ Intervals: ``n_boot`` posterior predictive draws of the whole grid
 (``item_response.predictive_draws``: effects from their approximate posteriors, a Bernoulli outcome
 for every unobserved cell; on a grid estimated from its label scores, ``choice_scores``' draws with
 their spread from a calibration on held-out margins, ``_spread_draws``), percentiles; ``P(best)`` is
-the share of draws in which the instruction has the highest accuracy. The generator is seeded from ``"<seed>|irt|<model>|<task>|<grid>"``.
+the share of draws in which the instruction has the highest accuracy. The generator is seeded from
+``"<seed>|irt|<model>|<task>|<grid>"``.
 
 Variants of one instruction in one grid (an adaptive design's rounds) are one row of the grid:
 their items must not overlap.

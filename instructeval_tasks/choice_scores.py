@@ -76,6 +76,7 @@ so hard that it answers 0 everywhere; each instruction's unseen items are predic
 from __future__ import annotations
 
 import math
+import random
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -198,8 +199,6 @@ def held_out_margins(c: np.ndarray, observed: np.ndarray, groups: np.ndarray, go
         >>> bool(np.isfinite(x).all()), bool((np.sign(x[1, :3]) > 0).all())
         (True, True)
     """
-    import random
-
     rows, cols = np.nonzero(observed)
     order = list(range(rows.size))
     random.Random("choice-scores|held-out").shuffle(order)
