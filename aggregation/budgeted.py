@@ -22,7 +22,7 @@ multiple-choice grid, the classes read from the samples' ``target``: ``item_clas
 Intervals: ``n_boot`` posterior predictive draws of the whole grid
 (``item_response.predictive_draws``: effects from their approximate posteriors, a Bernoulli outcome
 for every unobserved cell; on a grid estimated from its label scores, ``choice_scores``' draws with
-their spread from a calibration on held-out margins, ``_spread_draws``), percentiles; ``P(best)`` is
+their spread from a calibration on held-out margins, ``spread_draws``), percentiles; ``P(best)`` is
 the share of draws in which the instruction has the highest accuracy. The generator is seeded from
 ``"<seed>|irt|<model>|<task>|<grid>"``.
 
@@ -44,7 +44,7 @@ import pandas as pd
 
 from instructeval_tasks.choice_scores import ESTIMATOR as CHOICE_SCORES
 from instructeval_tasks.choice_scores import (ChoiceGrid, ChoiceScoreFit, ChoiceScores, choice_grid, choice_score_accuracy,
-                                              choice_score_draws, fit_choice_scores)
+                                              fit_choice_scores, spread_draws)
 from instructeval_tasks.item_response import ESTIMATOR as ITEM_RESPONSE
 from instructeval_tasks.item_response import Cells, CrossedFit, fit_crossed, instruction_accuracy, item_classes, predictive_draws
 
@@ -255,7 +255,7 @@ def estimate_grid(cells: Cells, *, n_boot: int, level: float, rng: np.random.Gen
         fit: CrossedFit | ChoiceScoreFit = fit_choice_scores(choice.scores, observed, y, choice.gold, cells.group_index())
         point = choice_score_accuracy(fit, observed, y)
         own = np.quantile(point, QUANTILES)
-        draw = lambda: _spread_draws(choice, observed, y, cells.group_index(), point, n_boot, rng)  # noqa: E731
+        draw = lambda: spread_draws(choice.scores, observed, y, choice.gold, cells.group_index(), point, n_boot, rng)  # noqa: E731
     else:
         fit = fit_crossed(cells)
         point = instruction_accuracy(fit, cells)
@@ -278,33 +278,6 @@ def estimate_grid(cells: Cells, *, n_boot: int, level: float, rng: np.random.Gen
     # design's quantiles were covered at 10%), so the interval spans both.
     shift = own - per_draw.mean(axis=0)
     return GridEstimate(fit, point, draws, lo, hi, p_best, own, np.minimum(q_lo, q_lo + shift), np.maximum(q_hi, q_hi + shift))
-
-
-HELD_OUT_FOLDS = 10  # the label-score intervals' calibration (``_spread_draws``)
-
-
-def _spread_draws(choice: ChoiceGrid, observed: np.ndarray, y: np.ndarray, groups: np.ndarray, point: np.ndarray,
-                  n_boot: int, rng: np.random.Generator) -> np.ndarray:
-    """The label-score model's draws, their spread from a calibration fitted on held-out margins,
-    centred on the estimates ``point``.
-
-    The estimates' calibration is fitted on the observed cells' margins, which the score stage fitted
-    to those cells, and applied to the unobserved ones' predicted margins: it trusts them too much,
-    and its draws were too narrow (ANLI zero-shot at 10%, adaptive design: 80% of the method means
-    covered). Calibrated on held-out margins (``fit_choice_scores(held_out_folds=10)``) the model
-    knows how far a predicted margin lies from a scored one, but its estimates were further off on
-    every validation grid (``instructeval_tasks.choice_scores``' module doc). So each instruction's
-    draws are the held-out calibration's, moved by the estimate minus that calibration's estimate
-    (rounded to whole cells) and kept within what the instruction's unobserved cells allow.
-    """
-    spread = fit_choice_scores(choice.scores, observed, y, choice.gold, groups, held_out_folds=HELD_OUT_FOLDS)
-    n = observed.shape[1]
-    # moved by whole cells: a draw is a count of correct cells, and an instruction whose every cell is
-    # sure keeps its one value exactly instead of a value a rounding error away from it
-    shift = np.round((point - choice_score_accuracy(spread, observed, y)) * n) / n
-    draws = choice_score_draws(spread, observed, y, n_boot, rng) + shift
-    floor = np.where(observed, y, 0.0).sum(axis=1) / n
-    return np.clip(draws, floor, floor + (~observed).sum(axis=1) / n)
 
 
 def _one_sided(cells: Cells, rows: np.ndarray, method: str) -> str | None:

@@ -56,7 +56,7 @@ from a score fit without it) the model knows how far a predicted margin lies fro
 its estimates are further off: on the same cells (balanced design, 10 seeds) every grid's method
 error grew (AG News zero-shot 0.97 to 1.10 points, ANLI 0.16 to 0.18, BoolQ 1.65 to 1.71, Emotion
 zero-shot 1.10 to 1.21). So the aggregation takes the estimates from the fitted margins' calibration
-and the draws' spread from the held-out one (``instructeval_aggregation.budgeted._spread_draws``).
+and the draws' spread from the held-out one (``spread_draws``).
 
 Measured on SmolLM2's full grids at 10% (balanced design, 10 seeds; ``benchmarks/budget_validation.py``),
 against the crossed item-response model on the same cells: see the README, *Budgeted sweeps*.
@@ -92,6 +92,7 @@ CALIBRATION_PRIOR_SD = 2.0  # alpha, gamma: 2 logits, weak on margins of a few l
 START_SD = 1.0  # u_i, v_j: the SDs the EM starts from
 EM_ROUNDS = 30
 EM_TOLERANCE = 1e-3  # relative change of the SDs' precisions
+HELD_OUT_FOLDS = 10  # the folds of the intervals' calibration (``spread_draws``)
 MIN_VARIANCE = 1e-3
 
 
@@ -283,6 +284,25 @@ def choice_score_draws(fit: ChoiceScoreFit, observed: np.ndarray, y: np.ndarray,
             drawn = rng.random((m, n)) < p
             out[start + d] = np.where(observed, known, drawn).mean(axis=1)
     return out
+
+
+def spread_draws(scores: np.ndarray, observed: np.ndarray, y: np.ndarray, gold: np.ndarray, groups: np.ndarray,
+                 point: np.ndarray, n_draws: int, rng: np.random.Generator) -> np.ndarray:
+    """``n_draws x n_rows`` accuracies on the full grid with the spread of a calibration on held-out
+    margins (``held_out_folds=HELD_OUT_FOLDS``), centred on the estimates ``point`` (the fitted
+    margins' calibration's, ``choice_score_accuracy``): the module doc's *Uncertainty*.
+
+    Each instruction's draws are the held-out calibration's, moved by the estimate minus that
+    calibration's estimate, rounded to whole cells (a draw is a count of correct cells, and an
+    instruction whose every cell is sure keeps its one value exactly instead of a value a rounding
+    error away from it), and kept within what the instruction's unobserved cells allow.
+    """
+    spread = fit_choice_scores(scores, observed, y, gold, groups, held_out_folds=HELD_OUT_FOLDS)
+    n = observed.shape[1]
+    shift = np.round((point - choice_score_accuracy(spread, observed, y)) * n) / n
+    draws = choice_score_draws(spread, observed, y, n_draws, rng) + shift
+    floor = np.where(observed, y, 0.0).sum(axis=1) / n
+    return np.clip(draws, floor, floor + (~observed).sum(axis=1) / n)
 
 
 # --- the label scores of a samples file's log-likelihood lines (read by the aggregation and by an

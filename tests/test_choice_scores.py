@@ -127,3 +127,23 @@ def test_a_calibration_on_held_out_margins_trusts_them_less():
     gamma = fitted.design.na  # theta[na] is the (one) method's slope on the margins
     assert held.theta[gamma] < fitted.theta[gamma]
     assert np.array_equal(held.margins, fitted.margins)  # the unobserved cells' margins are the same prediction
+
+
+def test_spread_draws_take_the_held_out_calibrations_spread_centred_on_the_estimates():
+    from instructeval_tasks.choice_scores import spread_draws
+
+    z, gold, y = _grid(7, noise=0.6)
+    m, n = y.shape
+    observed = _observed(8, (m, n), 0.2)  # instruction 0 observed on every item
+    groups = np.zeros(m, dtype=int)
+    point = choice_score_accuracy(fit_choice_scores(z, observed, y, gold, groups), observed, y)
+    draws = spread_draws(z, observed, y, gold, groups, point, 400, np.random.default_rng(0))
+    assert draws.shape == (400, m)
+    assert np.allclose(draws * n, np.round(draws * n))  # counts of correct cells, as every draw of a grid is
+    floor = np.where(observed, y, 0).sum(axis=1) / n
+    assert (draws >= floor - 1e-12).all() and (draws <= floor + (~observed).sum(axis=1) / n + 1e-12).all()
+    assert (draws[:, 0] == y[0].mean()).all()  # observed on every item: its one value
+    assert np.abs(draws.mean(axis=0) - point).max() < 2.5 / n  # centred on the estimates, to a cell or so
+    # the fitted margins' calibration draws the grid's mean narrower than the held-out one
+    plain = choice_score_draws(fit_choice_scores(z, observed, y, gold, groups), observed, y, 400, np.random.default_rng(0))
+    assert draws.mean(axis=1).std() > plain.mean(axis=1).std()

@@ -438,30 +438,3 @@ def test_a_method_with_no_correct_answer_in_its_observed_cells_is_a_warning_with
     _budgeted_run(tmp_path / "mixed", "model-a", _truth(10))
     mixed = aggregate(load_runs([tmp_path / "mixed"]), n_boot=0, irt_boot=20)
     assert not [i for i in mixed.issues if i.code == "budget" and i.level == "warning"]
-
-
-def test_label_score_draws_spread_from_held_out_calibration_centred_on_the_estimates():
-    from instructeval_aggregation.budgeted import _spread_draws
-    from instructeval_tasks.choice_scores import ChoiceGrid, choice_score_accuracy, choice_score_draws, fit_choice_scores
-
-    rng = np.random.default_rng(7)
-    m, n, k = 12, 60, 3
-    gold = np.arange(n) % k
-    lean = rng.normal(0, 1, (n, k)) + 0.8 * (np.arange(k)[None] == gold[:, None])
-    z = lean[None] + rng.normal(0, 0.8, (m, k))[:, None] + rng.normal(0, 0.6, (m, n, k))
-    y = (z.argmax(-1) == gold[None]).astype(float)
-    observed = rng.random((m, n)) < 0.2
-    observed[0] = True  # a fully observed instruction
-    groups = np.zeros(m, dtype=int)
-    fit = fit_choice_scores(z, observed, y, gold, groups)
-    point = choice_score_accuracy(fit, observed, y)
-    draws = _spread_draws(ChoiceGrid(z, gold, ("a", "b", "c")), observed, y, groups, point, 400, np.random.default_rng(0))
-    assert draws.shape == (400, m)
-    assert np.allclose(draws * n, np.round(draws * n))  # counts of correct cells, as every draw of a grid is
-    floor = np.where(observed, y, 0).sum(axis=1) / n
-    assert (draws >= floor - 1e-12).all() and (draws <= floor + (~observed).sum(axis=1) / n + 1e-12).all()
-    assert (draws[:, 0] == y[0].mean()).all()  # observed on every item: its one value
-    assert np.abs(draws.mean(axis=0) - point).max() < 2.5 / n  # centred on the estimates, to a cell or so
-    # the fitted margins' calibration draws the grid's mean narrower than the held-out one
-    plain = choice_score_draws(fit, observed, y, 400, np.random.default_rng(0))
-    assert draws.mean(axis=1).std() > plain.mean(axis=1).std()
