@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from instructeval_tasks.choice_scores import (centred, choice_score_accuracy, choice_score_draws, fit_choice_scores,
-                                              fit_scores, gold_margins)
+                                              fit_scores, gold_margins, held_out_margins, spread_draws)
 
 
 def _grid(seed: int, m: int = 12, n: int = 60, k: int = 3, noise: float = 0.3):
@@ -100,8 +100,6 @@ def test_the_reported_sds_are_those_the_mode_and_its_hessian_were_fitted_under(m
 
 
 def test_held_out_margins_are_each_cells_margin_from_a_fit_without_it():
-    from instructeval_tasks.choice_scores import held_out_margins
-
     z, gold, _ = _grid(2)
     observed = _observed(3, z.shape[:2], 0.3)
     groups = np.zeros(z.shape[0], dtype=int)
@@ -130,8 +128,6 @@ def test_a_calibration_on_held_out_margins_trusts_them_less():
 
 
 def test_spread_draws_take_the_held_out_calibrations_spread_centred_on_the_estimates():
-    from instructeval_tasks.choice_scores import spread_draws
-
     z, gold, y = _grid(7, noise=0.6)
     m, n = y.shape
     observed = _observed(8, (m, n), 0.2)  # instruction 0 observed on every item
