@@ -78,13 +78,23 @@ def continuation_token_count(tokenizer: Any, context: str, continuation: str) ->
     continuation, the pair is tokenised whole and split at the context's token length, so a
     continuation that merges with the context's last token is counted as the harness scores it.
     """
-    n_spaces = len(context) - len(context.rstrip())
-    if n_spaces:
-        continuation = context[-n_spaces:] + continuation
-        context = context[:-n_spaces]
-    whole = tokenizer(context + continuation, add_special_tokens=False)["input_ids"]
-    prefix = tokenizer(context, add_special_tokens=False)["input_ids"]
-    return max(len(whole) - len(prefix), 1)
+    return continuation_token_counts(tokenizer, context, [continuation])[0]
+
+
+def continuation_token_counts(tokenizer: Any, context: str, continuations: Sequence[str]) -> list[int]:
+    """``continuation_token_count`` of each continuation after one ``context``, which is tokenised
+    once for all of them (a classification item's labels share their prompt, often hundreds of
+    tokens of instruction and demos).
+
+    Example (``tok`` splits on spaces):
+        >>> tok = lambda text, add_special_tokens=False: {"input_ids": text.split(" ")}
+        >>> continuation_token_counts(tok, "Category: ", ["World", "Sci Tech"])
+        [1, 2]
+    """
+    stripped = context.rstrip()
+    prefix = len(tokenizer(stripped, add_special_tokens=False)["input_ids"])
+    # context + continuation is the trailing spaces moved into the continuation, joined back
+    return [max(len(tokenizer(context + c, add_special_tokens=False)["input_ids"]) - prefix, 1) for c in continuations]
 
 
 def argmax_in_order(scores: Sequence[float], order: Sequence[int] | None = None) -> int:

@@ -31,7 +31,7 @@ from .options import CHAT_PLACEMENTS, OptionError, TaskOptions, first_user_turn_
 from .perturbed import PerturbedText, add_perturbed_fields, perturbation_record
 from .rows import ROW_FIELDS, repeated_rows
 from .sampling import MissingClassError, select_indices, truncate_fields
-from .scoring import choice_predictions, continuation_token_count, first_line, quasi_exact_match
+from .scoring import choice_predictions, continuation_token_counts, first_line, quasi_exact_match
 from .specs import get_spec
 
 log = logging.getLogger(__name__)
@@ -113,6 +113,7 @@ class InstructEvalTask(ConfigurableTask):
                 log.warning("%s: %s is not reported: %s", config["task"], PER_TOKEN_METRIC, self._tokenizer_note)
                 config["metric_list"] = [m for m in config.get("metric_list") or [] if m.get("metric") != PER_TOKEN_METRIC]
         self._token_counts: dict[str, list[int]] = {}
+        self._pair_counts: dict[tuple[str, str], int] = {}  # (context, continuation) -> its tokens
         self._label_tokens: dict[str, set[int]] = {}  # continuation -> its token counts (choice_token_counts)
         self._data_source = ""
         self._test_ids: list[int] | None = None
@@ -245,11 +246,24 @@ class InstructEvalTask(ConfigurableTask):
     def construct_requests(self, doc: dict, ctx, **kwargs):
         requests = super().construct_requests(doc, ctx, **kwargs)
         if self.OUTPUT_TYPE == "multiple_choice" and self._tokenizer is not None:
-            counts = [continuation_token_count(self._tokenizer, req.arguments[0], req.arguments[1]) for req in requests]
+            counts = self._continuation_counts([(req.arguments[0], req.arguments[1]) for req in requests])
             self._token_counts[self._doc_key(doc)] = counts
             for req, count in zip(requests, counts):
                 self._label_tokens.setdefault(req.arguments[1], set()).add(count)
         return requests
+
+    def _continuation_counts(self, pairs: list[tuple[str, str]]) -> list[int]:
+        """``continuation_token_count`` of each (context, continuation) pair, each context tokenised
+        once, and a pair counted before (the window check builds every request the harness then
+        builds again) taken from ``self._pair_counts``."""
+        todo: dict[str, list[str]] = {}
+        for context, continuation in pairs:
+            if (context, continuation) not in self._pair_counts:
+                todo.setdefault(context, []).append(continuation)
+        for context, continuations in todo.items():
+            counted = continuation_token_counts(self._tokenizer, context, continuations)
+            self._pair_counts.update(((context, c), n) for c, n in zip(continuations, counted))
+        return [self._pair_counts[pair] for pair in pairs]
 
     def choice_token_counts(self) -> dict[str, int] | None:
         """``{continuation: tokens}`` of a classification task's labels as ``acc_per_token`` counted

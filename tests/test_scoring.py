@@ -180,6 +180,29 @@ def test_a_classification_task_records_its_labels_token_counts(tiny_data_dir, ti
     assert expected[" Sci/Tech"] > expected[" World"]  # the per-token rule divides by different counts
 
 
+def test_a_prompt_is_tokenised_once_for_its_labels_and_once_for_both_request_builds(tiny_data_dir, tiny_model_dir):
+    """The window check builds every request before the harness builds it again: the counts are the
+    same, and the second build tokenises nothing; the first tokenises the prompt once, not per label."""
+    task = build_task("agnews", {"data_dir": str(tiny_data_dir), "score_tokenizer": str(tiny_model_dir)}, 0)
+    calls: list[str] = []
+    tokenizer = task._tokenizer
+
+    def counting(text, **kwargs):
+        calls.append(text)
+        return tokenizer(text, **kwargs)
+
+    task._tokenizer = counting
+    doc = task.eval_docs[3]
+    context = task.fewshot_context(doc, 0)
+    first = task.construct_requests(doc, context, metadata=("agnews", 3, 1))
+    assert len(calls) == 1 + 4  # the prompt, then prompt + each of the four labels
+    counts = task._token_counts[task._doc_key(doc)]
+    assert counts == [continuation_token_count(tokenizer, r.arguments[0], r.arguments[1]) for r in first]
+    task._token_counts.clear()
+    task.construct_requests(doc, context, metadata=("agnews", 3, 1))
+    assert len(calls) == 5 and task._token_counts[task._doc_key(doc)] == counts
+
+
 def test_a_multiple_choice_task_records_no_label_token_counts(tiny_data_dir, tiny_model_dir):
     task = build_task("hellaswag", {"data_dir": str(tiny_data_dir), "score_tokenizer": str(tiny_model_dir)}, 0)
     render_prompt(task, 0)
