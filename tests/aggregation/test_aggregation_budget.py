@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -438,3 +439,19 @@ def test_a_method_with_no_correct_answer_in_its_observed_cells_is_a_warning_with
     _budgeted_run(tmp_path / "mixed", "model-a", _truth(10))
     mixed = aggregate(load_runs([tmp_path / "mixed"]), n_boot=0, irt_boot=20)
     assert not [i for i in mixed.issues if i.code == "budget" and i.level == "warning"]
+
+
+def test_an_adaptive_grid_whose_correct_answers_fall_on_few_items_warns_that_its_intervals_are_too_narrow(tmp_path):
+    y = np.zeros((len(INSTRUCTIONS), N_ITEMS))
+    y[:, :3] = 1.0  # NQ-Open's shape: every correct answer on three items
+    _budgeted_run(tmp_path / "rare", "model-a", y, design="adaptive")
+    rare = aggregate(load_runs([tmp_path / "rare"]), n_boot=0, irt_boot=20)
+    (warning,) = [i for i in rare.issues if i.code == "budget" and "fall on" in i.message]
+    assert re.match(rf"grid 'agnews:zs' of model-a: its observed correct answers fall on [1-3] of {N_ITEMS} items: "
+                    r"the adaptive design's intervals are too narrow", warning.message)
+    # the same cells dealt by the balanced design, and an adaptive grid with both outcomes on many items: no warning
+    _budgeted_run(tmp_path / "balanced", "model-a", y, design="balanced")
+    _budgeted_run(tmp_path / "mixed", "model-a", _truth(10), design="adaptive")
+    for folder in ("balanced", "mixed"):
+        result = aggregate(load_runs([tmp_path / folder]), n_boot=0, irt_boot=20)
+        assert not [i for i in result.issues if "fall on" in i.message]
