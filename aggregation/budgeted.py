@@ -379,7 +379,7 @@ def estimate_budgeted(
                             choice=choice if isinstance(choice, ChoiceGrid) else None)
         crossed = isinstance(est.fit, CrossedFit)
         fit, point, draws = est.fit, est.point, est.replicates
-        setting = members[0].setting
+        setting, design = members[0].setting, _design_of(members)
         estimated.add((task, setting))
         base = {"model": model, "task": task, "grid": grid, "setting": setting}
         grid_rows.append({**base, "metric": metric, "n_instructions": cells.n_rows, "n_items": cells.n_cols,
@@ -388,7 +388,7 @@ def estimate_budgeted(
                           "s_instruction": fit.s_a if crossed else fit.s_u,
                           "s_item": fit.s_item if crossed else fit.s_v, "method_covariate": method_covariate,
                           "item_classes": cells.n_classes,
-                          "n_boot": n_boot, "design": _design_of(members),
+                          "n_boot": n_boot, "design": design,
                           "estimator": (f"{CHOICE_SCORES} ({SCORE_METRICS[metric]} of {len(choice.labels)} labels)"
                                         if isinstance(choice, ChoiceGrid) else f"{ITEM_RESPONSE} ({choice})")})
         lo, hi, p_best = est.ci_low, est.ci_high, est.p_best
@@ -430,7 +430,7 @@ def estimate_budgeted(
                         "estimate and interval are the model's extrapolation from the other cells (the bound: the "
                         "share of its unobserved cells that could differ, 95%, were they like its observed ones); "
                         "--budget-extend adds cells")
-        few = _few_outcome_items(cells) if crossed and "adaptive" in _design_of(members) else None
+        few = _few_outcome_items(cells) if crossed and "adaptive" in design else None
         if few:
             issues.warn("budget", f"grid {grid!r} of {model}: {few}: the adaptive design's intervals are too "
                         f"narrow on such grids (SmolLM2's NQ-Open and TriviaQA at 10%: 63% and 83% of the method "
