@@ -284,9 +284,9 @@ def _one_sided(cells: Cells, rows: np.ndarray, method: str) -> str | None:
     """``"no correct answer in the 354 observed cells of adhoc (up to 1.0%)"`` where ``method`` (its
     instructions: ``rows``) has unobserved cells and its observed ones all scored 0 (or all 1), else
     None: with no outcome of the other kind, nothing in the method's own cells bounds its estimate,
-    and a near-0% grid's fit is sure of it (NQ-Open on SmolLM2 at 10%: 0.00 [0.00, 0.00] for methods
-    whose exact means were 0.3-0.4 points). The bound is the exact one-sided 97.5% limit of a rate
-    seen 0 times in n, ``1 - 0.025 ** (1 / n)``.
+    which then rests on the other methods' cells and the level's prior (``item_response``; NQ-Open
+    on SmolLM2 at 10%: 0.07 [0.00, 0.40] for methods whose exact means were 0.3-0.4 points). The
+    bound is the exact one-sided 97.5% limit of a rate seen 0 times in n, ``1 - 0.025 ** (1 / n)``.
 
         >>> c = Cells(np.array([0, 0, 1, 2, 2]), np.array([0, 1, 0, 0, 1]), np.array([0., 0., 0., 1., 0.]), 3, 2)
         >>> _one_sided(c, np.array([0, 1]), "a"), _one_sided(c, np.array([2]), "b")  # b is observed on every item
@@ -304,9 +304,9 @@ def _one_sided(cells: Cells, rows: np.ndarray, method: str) -> str | None:
 
 
 # Below this many items carrying the grid's rarer outcome (correct, or wrong), the crossed model's
-# intervals after the adaptive design's rounds were too narrow on SmolLM2's grids (NQ-Open and
-# TriviaQA at 10%: 0-5 such items observed, 63% and 83% of the method means covered); the grids it
-# covered (CosmosQA, HellaSwag) had 15 or more at 5-25%.
+# intervals after the adaptive design's rounds can be too narrow (SmolLM2's TriviaQA at 5-25%: 1-5
+# such items observed, 83-87% of the method means covered; NQ-Open, 0-3, is covered since the
+# level's prior, 93-100%); CosmosQA and HellaSwag had 15 or more at 5-25%.
 FEW_OUTCOME_ITEMS = 10
 
 
@@ -432,9 +432,9 @@ def estimate_budgeted(
                         "--budget-extend adds cells")
         few = _few_outcome_items(cells) if crossed and "adaptive" in design else None
         if few:
-            issues.warn("budget", f"grid {grid!r} of {model}: {few}: the adaptive design's intervals are too "
-                        f"narrow on such grids (SmolLM2's NQ-Open and TriviaQA at 10%: 63% and 83% of the method "
-                        f"means covered, 90% with --budget-design balanced): they understate the uncertainty; "
+            issues.warn("budget", f"grid {grid!r} of {model}: {few}: the adaptive design's intervals can be too "
+                        f"narrow on such grids (SmolLM2's TriviaQA at 10%: 87% of the method means covered, 90% "
+                        f"with --budget-design balanced): they may understate the uncertainty; "
                         f"--budget-design balanced gives the grid intervals that held there")
         for k, q in enumerate(QUANTILES):
             quant_rows.append({**base, "quantile": q, "estimate": float(est.quantiles[k]),

@@ -238,3 +238,42 @@ def test_effect_draws_follow_the_posterior_where_accuracies_saturate():
         mean, sd = _exact_posterior(log_post, logits)
         assert abs(beta[:, g, 0].mean() - mean) < 0.1 * sd, g
         assert beta[:, g, 0].std() == pytest.approx(sd, rel=0.1), g
+
+
+def test_a_grid_with_no_correct_observed_cell_is_not_sure_of_zero():
+    # 24 instructions of three methods, 10 cells each, none correct (NQ-Open on a small model): the
+    # level's Jeffreys prior leaves the unobserved cells' accuracy about where a rate after 0 of 240
+    # stands, Beta(0.5, 240.5), instead of running to 0.00 [0.00, 0.00]
+    m, n, per_row = 24, 100, 10
+    groups = np.arange(m) % 3
+    rng = np.random.default_rng(0)
+    rows = np.repeat(np.arange(m), per_row)
+    cols = np.concatenate([rng.choice(n, per_row, replace=False) for _ in range(m)])
+    cells = Cells(rows, cols, np.zeros(rows.size), m, n, groups)
+    fit = fit_crossed(cells)
+    grid_means = predictive_draws(fit, cells, 2000, np.random.default_rng(1)).mean(axis=1)
+    unobserved = 1 - rows.size / (m * n)
+    jeffreys = np.quantile(rng.beta(0.5, rows.size + 0.5, 200_000), [0.5, 0.975]) * unobserved
+    assert fit.probabilities().mean() < 0.01
+    assert jeffreys[1] / 2 < np.quantile(grid_means, 0.975) < jeffreys[1] * 2
+    assert np.quantile(grid_means, 0.5) < jeffreys[1] / 2
+
+
+def test_item_draws_carry_the_uncertainty_of_the_item_distribution():
+    # 60 items no instruction was observed on take their points from the item distribution, which
+    # 40 observed items estimate: with its weights drawn too, how many of them land high varies
+    # across draws more than independent draws from fixed weights (binomial) let it
+    from instructeval_tasks.item_response import item_point_draws, item_points
+
+    y, _ = _grid(3, 10, 100)
+    rows, cols = np.nonzero(np.ones((10, 40)))
+    cells = Cells(rows, cols, y[rows, cols], 10, 100)
+    fit = fit_crossed(cells)
+    high = np.flatnonzero(ITEM_GRID > 0)
+    fixed = np.isin(item_points(fit, np.random.default_rng(0), 4000)[:, 40:], high).sum(axis=1)
+    drawn = np.isin(item_point_draws(fit, np.random.default_rng(0), 4000)[:, 40:], high).sum(axis=1)
+    assert abs(drawn.mean() - fixed.mean()) < 0.1 * fixed.mean()
+    assert drawn.var() > 1.5 * fixed.var()
+    observed = item_point_draws(fit, np.random.default_rng(1), 2000)[:, :40]  # each from its own posterior
+    assert np.allclose(np.stack([np.bincount(observed[:, j], minlength=ITEM_GRID.size) for j in range(40)]) / 2000,
+                       fit.item_posterior[:40], atol=0.08)
