@@ -448,6 +448,8 @@ def item_point_draws(fit: CrossedFit, rng: np.random.Generator, n_draws: int) ->
     weights /= weights.sum(axis=1, keepdims=True)
     likelihood = np.where(fit.item_weights > 0, fit.item_posterior / np.maximum(fit.item_weights, 1e-300), 0.0)
     posterior = weights[:, None, :] * likelihood[None, :, :]  # draws x items x grid
+    # (an item whose every point drew a weight of 0, underflowed from a tiny count: its fitted posterior)
+    posterior = np.where(posterior.sum(axis=2, keepdims=True) > 0, posterior, fit.item_posterior[None])
     cumulative = np.cumsum(posterior, axis=2)
     cumulative /= cumulative[:, :, -1:]
     return (rng.random((n_draws, likelihood.shape[0], 1)) > cumulative).sum(axis=2).clip(max=ITEM_GRID.size - 1)
