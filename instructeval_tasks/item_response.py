@@ -25,7 +25,7 @@ gold choice's position of a multiple-choice one; one class for open answers or w
   item drawn from the item distribution -- half a correct and half a wrong answer. The methods'
   prior centres on their mean, so without it nothing anchors the level where no observed cell is
   correct (NQ-Open on SmolLM2: about 15 correct cells in 4,900, none among the 580 a 10% budget
-  observed in half the seeds): it ran downward and the fit was sure of 0, 0.00 [0.00, 0.00] for
+  observed in 3-5 of 10 seeds): it ran downward and the fit was sure of 0, 0.00 [0.00, 0.00] for
   methods whose exact means were 0.3-0.4 points. With it a grid's unobserved cells after 0 correct
   in n stand about where a rate after 0 in n does (``Beta(1/2, n + 1/2)``; NQ-Open's methods
   0.07 [0.00, 0.40] and the like), and among hundreds of observed cells the half answers move
