@@ -412,23 +412,27 @@ def effect_draws(fit: CrossedFit, cells: Cells, n_draws: int, rng: np.random.Gen
     return beta, u
 
 
+def _categorical(weights: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One index along the last axis of ``weights`` (non-negative, unnormalised, some positive) for
+    every position of the others, each by its weight: the inverse CDF of one uniform each."""
+    cumulative = np.cumsum(weights, axis=-1)
+    uniforms = rng.random(cumulative.shape[:-1] + (1,))
+    return np.minimum((uniforms * cumulative[..., -1:] > cumulative).sum(axis=-1), weights.shape[-1] - 1)
+
+
 def _grid_draws(log_post: np.ndarray, n_draws: int, rng: np.random.Generator) -> np.ndarray:
     """``n_draws`` logits from a log density tabulated on ``ETA_GRID``: one table for every draw, or
     one per draw (``n_draws x len(ETA_GRID)``); each draw a grid point by its weight, jittered
     uniformly within its step."""
     table = np.broadcast_to(log_post, (n_draws, ETA_GRID.size))
-    weights = np.exp(table - table.max(axis=1, keepdims=True))
-    cumulative = np.cumsum(weights, axis=1)
-    picks = (rng.random((n_draws, 1)) * cumulative[:, -1:] > cumulative).sum(axis=1)
-    return ETA_GRID[np.minimum(picks, ETA_GRID.size - 1)] + (rng.random(n_draws) - 0.5) * ETA_STEP
+    picks = _categorical(np.exp(table - table.max(axis=1, keepdims=True)), rng)
+    return ETA_GRID[picks] + (rng.random(n_draws) - 0.5) * ETA_STEP
 
 
 def item_points(fit: CrossedFit, rng: np.random.Generator, n_draws: int) -> np.ndarray:
     """``n_draws x n_cols`` indices into ``ITEM_GRID``: each draw takes every item's effect from its
     posterior (``resp[j]``)."""
-    cumulative = np.cumsum(fit.item_posterior, axis=1)
-    cumulative[:, -1] = 1.0
-    return (rng.random((n_draws, cumulative.shape[0], 1)) > cumulative[None, :, :]).sum(axis=2)
+    return _categorical(np.broadcast_to(fit.item_posterior, (n_draws, *fit.item_posterior.shape)), rng)
 
 
 def item_point_draws(fit: CrossedFit, rng: np.random.Generator, n_draws: int) -> np.ndarray:
@@ -449,10 +453,7 @@ def item_point_draws(fit: CrossedFit, rng: np.random.Generator, n_draws: int) ->
     likelihood = np.where(fit.item_weights > 0, fit.item_posterior / np.maximum(fit.item_weights, 1e-300), 0.0)
     posterior = weights[:, None, :] * likelihood[None, :, :]  # draws x items x grid
     # (an item whose every point drew a weight of 0, underflowed from a tiny count: its fitted posterior)
-    posterior = np.where(posterior.sum(axis=2, keepdims=True) > 0, posterior, fit.item_posterior[None])
-    cumulative = np.cumsum(posterior, axis=2)
-    cumulative /= cumulative[:, :, -1:]
-    return (rng.random((n_draws, likelihood.shape[0], 1)) > cumulative).sum(axis=2).clip(max=ITEM_GRID.size - 1)
+    return _categorical(np.where(posterior.sum(axis=2, keepdims=True) > 0, posterior, fit.item_posterior[None]), rng)
 
 
 def predictive_grids(fit: CrossedFit, cells: Cells, n_draws: int, rng: np.random.Generator,
