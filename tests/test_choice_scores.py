@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from instructeval_tasks.choice_scores import (centred, choice_score_accuracy, choice_score_draws, fit_choice_scores,
-                                              fit_scores, gold_margins, held_out_margins, spread_draws)
+                                              fit_scores, gold_margins, held_out_margins, share_totals,
+                                              spread_draws)
 
 
 def _grid(seed: int, m: int = 12, n: int = 60, k: int = 3, noise: float = 0.3):
@@ -143,3 +144,39 @@ def test_spread_draws_take_the_held_out_calibrations_spread_centred_on_the_estim
     # the fitted margins' calibration draws the grid's mean narrower than the held-out one
     plain = choice_score_draws(fit_choice_scores(z, observed, y, gold, groups), observed, y, 400, np.random.default_rng(0))
     assert draws.mean(axis=1).std() > plain.mean(axis=1).std()
+
+
+def test_spread_draws_take_each_methods_total_from_the_held_out_calibration_and_its_sharing_from_the_fitted_one():
+    z, gold, y = _grid(8, m=13, noise=0.6)
+    m, n = y.shape
+    observed = _observed(9, (m, n), 0.2)
+    groups = np.array([0] + [1] * 6 + [2] * 6)
+    fitted = fit_choice_scores(z, observed, y, gold, groups)
+    point = choice_score_accuracy(fitted, observed, y)
+    draws = spread_draws(z, observed, y, gold, groups, point, 400, np.random.default_rng(0), fitted=fitted)
+    # the held-out calibration's draws come first from the same stream
+    held = choice_score_draws(fit_choice_scores(z, observed, y, gold, groups, held_out_folds=10), observed, y, 400,
+                              np.random.default_rng(0))
+    floor = np.where(observed, y, 0).sum(axis=1) / n
+    assert (draws >= floor - 1e-12).all() and (draws <= floor + (~observed).sum(axis=1) / n + 1e-12).all()
+    for group in (1, 2):
+        rows = groups == group
+        moved = draws[:, rows].sum(axis=1) - held[:, rows].sum(axis=1)  # the estimates' shift, the same in every draw
+        assert np.allclose(moved, moved[0])
+        assert np.isclose(draws[:, rows].mean(axis=1).std(), held[:, rows].mean(axis=1).std())
+        # an instruction about its method's mean: narrower than the held-out calibration's (0.042 vs 0.050 here)
+        within = lambda d: (d[:, rows] - d[:, rows].mean(axis=1, keepdims=True)).std(axis=0).mean()  # noqa: E731
+        assert within(draws) < 0.9 * within(held)
+
+
+def test_share_totals_keeps_each_total_and_every_bound():
+    rng = np.random.default_rng(3)
+    low, high = np.array([0.0, 2.0, 1.0, 0.0]), np.array([3.0, 9.0, 4.0, 1.0])
+    pattern = rng.normal(2, 2, (200, 4))
+    totals = rng.integers(3, 17, 200).astype(float)
+    shared = share_totals(totals, pattern, low, high)
+    assert np.array_equal(shared.sum(axis=1), totals) and np.array_equal(shared, np.round(shared))
+    assert (shared >= low).all() and (shared <= high).all()
+    # no bound in the way: the pattern moved by one amount, up to rounding
+    free = share_totals(np.array([10.0]), np.array([[1.0, 2.0, 3.0]]), np.zeros(3), np.full(3, 10.0))
+    assert free.sum() == 10 and (np.abs(free - (np.array([1.0, 2.0, 3.0]) + 4 / 3)) < 1).all()
