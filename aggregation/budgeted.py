@@ -255,8 +255,8 @@ def estimate_grid(cells: Cells, *, n_boot: int, level: float, rng: np.random.Gen
         fit: CrossedFit | ChoiceScoreFit = fit_choice_scores(choice.scores, observed, y, choice.gold, cells.group_index())
         point = choice_score_accuracy(fit, observed, y)
         own = np.quantile(point, QUANTILES)
-        draw = lambda: spread_draws(choice.scores, observed, y, choice.gold, cells.group_index(), point, n_boot, rng,  # noqa: E731
-                                          fitted=fit)
+        draw = lambda: spread_draws(choice.scores, observed, y, choice.gold, cells.group_index(), n_boot, rng,  # noqa: E731
+                                    fitted=fit)
     else:
         fit = fit_crossed(cells)
         point = instruction_accuracy(fit, cells)

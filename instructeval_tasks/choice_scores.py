@@ -332,17 +332,15 @@ def share_totals(totals: np.ndarray, pattern: np.ndarray, low: np.ndarray, high:
     whole = np.floor(shared + 1e-9)
     left = np.rint(totals - whole.sum(axis=1)).astype(int)  # cells still to give, one each
     order = np.argsort(-(shared - whole), axis=1, kind="stable")
-    rank = np.empty_like(order)
-    np.put_along_axis(rank, order, np.arange(order.shape[1])[None, :].repeat(len(order), axis=0), axis=1)
+    rank = np.argsort(order, axis=1)  # each instruction's place in its row's order
     return np.minimum(whole + (rank < left[:, None]), high)
 
 
 def spread_draws(scores: np.ndarray, observed: np.ndarray, y: np.ndarray, gold: np.ndarray, groups: np.ndarray,
-                 point: np.ndarray, n_draws: int, rng: np.random.Generator,
-                 fitted: ChoiceScoreFit | None = None) -> np.ndarray:
-    """``n_draws x n_rows`` accuracies on the full grid, centred on the estimates ``point`` (the
-    fitted margins' calibration's, ``choice_score_accuracy``; ``fitted``, refitted when not given):
-    the module doc's *Uncertainty*.
+                 n_draws: int, rng: np.random.Generator, *, fitted: ChoiceScoreFit | None = None) -> np.ndarray:
+    """``n_draws x n_rows`` accuracies on the full grid, centred on the estimates (those of ``fitted``,
+    the fitted margins' calibration, ``choice_score_accuracy``; fitted here when not given): the
+    module doc's *Uncertainty*.
 
     A method's correct cells per draw are the calibration on held-out margins'
     (``held_out_folds=HELD_OUT_FOLDS``): its draws, each instruction moved by the estimate minus that
@@ -357,6 +355,7 @@ def spread_draws(scores: np.ndarray, observed: np.ndarray, y: np.ndarray, gold: 
     """
     n = observed.shape[1]
     fitted = fitted if fitted is not None else fit_choice_scores(scores, observed, y, gold, groups)
+    point = choice_score_accuracy(fitted, observed, y)
     spread = fit_choice_scores(scores, observed, y, gold, groups, held_out_folds=HELD_OUT_FOLDS)
     low = np.where(observed, y, 0.0).sum(axis=1)
     high = low + (~observed).sum(axis=1)

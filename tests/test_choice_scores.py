@@ -134,7 +134,7 @@ def test_spread_draws_take_the_held_out_calibrations_spread_centred_on_the_estim
     observed = _observed(8, (m, n), 0.2)  # instruction 0 observed on every item
     groups = np.zeros(m, dtype=int)
     point = choice_score_accuracy(fit_choice_scores(z, observed, y, gold, groups), observed, y)
-    draws = spread_draws(z, observed, y, gold, groups, point, 400, np.random.default_rng(0))
+    draws = spread_draws(z, observed, y, gold, groups, 400, np.random.default_rng(0))
     assert draws.shape == (400, m)
     assert np.allclose(draws * n, np.round(draws * n))  # counts of correct cells, as every draw of a grid is
     floor = np.where(observed, y, 0).sum(axis=1) / n
@@ -152,8 +152,7 @@ def test_spread_draws_take_each_methods_total_from_the_held_out_calibration_and_
     observed = _observed(9, (m, n), 0.2)
     groups = np.array([0] + [1] * 6 + [2] * 6)
     fitted = fit_choice_scores(z, observed, y, gold, groups)
-    point = choice_score_accuracy(fitted, observed, y)
-    draws = spread_draws(z, observed, y, gold, groups, point, 400, np.random.default_rng(0), fitted=fitted)
+    draws = spread_draws(z, observed, y, gold, groups, 400, np.random.default_rng(0), fitted=fitted)
     # the held-out calibration's draws come first from the same stream
     held = choice_score_draws(fit_choice_scores(z, observed, y, gold, groups, held_out_folds=10), observed, y, 400,
                               np.random.default_rng(0))
