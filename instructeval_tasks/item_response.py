@@ -65,9 +65,10 @@ posterior given the other effects at the fit (``effect_draws``: first a shift of
 then ``beta_kc`` exactly on a fine grid of logits, ``u_i`` by importance resampling of a widened
 normal approximation ``N(u_i, H_i^-1)``; the normal approximation alone draws effects the cells rule
 out where accuracies saturate), the item distribution's weights refitted with every item's
-likelihood weighted by an ``Exp(1)`` draw (``item_weight_draws``, the weighted likelihood bootstrap)
-and then one grid point per item from its posterior under them (``item_point_draws``), and a
-Bernoulli outcome for every unobserved cell; the draw's accuracies are those of the finite grid. Intervals for an
+likelihood weighted by an ``Exp(1)`` draw and a prior of one item's mass spread over the grid
+(``item_weight_draws``, a weighted likelihood bootstrap under a Dirichlet-process prior) and then
+one grid point per item from its posterior under them (``item_point_draws``), and a Bernoulli
+outcome for every unobserved cell; the draw's accuracies are those of the finite grid. Intervals for an
 instruction, a method's mean and a quantile across instructions are percentiles of the draws, and
 the quantiles' point estimates are the draws' mean (the quantiles of the point estimates are too
 narrow: every ``acc_i`` is pulled toward its method's).
