@@ -286,16 +286,17 @@ def _triviaqa_case(budget: float):
     """SmolLM2's TriviaQA zero-shot grid (``benchmarks/data``) and the cells the budget benchmark
     observes of it at ``budget`` (``tests/data/triviaqa_budget_cells.json``): ``(y, cells, methods)``."""
     import json
+    import sys
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
+    if str(root / "benchmarks") not in sys.path:  # the benchmark reads its caches
+        sys.path.insert(0, str(root / "benchmarks"))
+    from budget_validation import _matrix, load_caches
+
     data = json.loads((root / "tests" / "data" / "triviaqa_budget_cells.json").read_text())
     case = next(c for c in data["cases"] if c["budget"] == budget)
-    grid = json.loads((root / "benchmarks" / "data" / data["cache"]).read_text())["grids"][data["grid"]]
-    names = [f"{row['method']}/{row['instruction']}" for row in grid["rows"]]
-    methods = sorted({row["method"] for row in grid["rows"]})
-    groups = np.array([methods.index(row["method"]) for row in grid["rows"]])
-    y = np.array([[int(c) for c in row["correct"]] for row in grid["rows"]], dtype=float)  # "0110..."
+    y, names, groups, methods = _matrix(load_caches([root / "benchmarks" / "data" / data["cache"]])[data["grid"]])
     rows = np.concatenate([np.full(len(case["items"][name]), i) for i, name in enumerate(names)])
     cols = np.concatenate([np.array(case["items"][name], dtype=int) for name in names])
     return y, Cells(rows, cols, y[rows, cols], *y.shape, groups), methods
