@@ -70,8 +70,8 @@ likelihood weighted by an ``Exp(1)`` draw and a prior of one item's mass spread 
 one grid point per item from its posterior under them (``item_point_draws``), and a Bernoulli
 outcome for every unobserved cell; the draw's accuracies are those of the finite grid. Intervals for an
 instruction, a method's mean and a quantile across instructions are percentiles of the draws, and
-the quantiles' point estimates are the draws' mean (the quantiles of the point estimates are too
-narrow: every ``acc_i`` is pulled toward its method's).
+the quantiles' point estimates are the draws' median (the quantiles of the point estimates are too
+narrow: every ``acc_i`` is pulled toward its method's; the aggregation's ``estimate_grid``).
 
 Example:
     >>> import numpy as np

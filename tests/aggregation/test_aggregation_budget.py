@@ -78,7 +78,7 @@ def test_aggregate_replaces_budgeted_values_by_estimates_and_marks_them(tmp_path
     assert methods.loc["generic", "estimate"] == pytest.approx(est.loc[[f"generic-{k}" for k in range(6)], "estimate"].mean())
     quantiles = result.budget.quantiles.set_index("quantile")
     assert (quantiles["ci_low"] <= quantiles["estimate"]).all() and (quantiles["estimate"] <= quantiles["ci_high"]).all()
-    assert quantiles["estimate"].is_monotonic_increasing  # the draws' mean quantiles
+    assert quantiles["estimate"].is_monotonic_increasing  # the draws' median quantiles
     without_draws = aggregate(load_runs([tmp_path / "runs"]), n_boot=0, irt_boot=0).budget
     assert without_draws.quantiles.set_index("quantile").loc[0.5, "estimate"] == pytest.approx(np.median(est["estimate"]))
     assert result.tables["gain_zero_shot"].estimated == frozenset({"agnews"})
