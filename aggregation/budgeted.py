@@ -16,7 +16,8 @@ multiple-choice grid, the classes read from the samples' ``target``: ``item_clas
   and ``P(above null)`` (``method_contrasts``): with the null instruction estimated like the others
   (``--budget-full-methods ''``) the baseline's uncertainty is in the intervals;
 - the 5, 25, 50, 75 and 95% quantiles of ``acc_i`` across the grid's instructions: the median over
-  the predictive draws of each draw's quantiles (numpy's linear interpolation);
+  the predictive draws of each draw's quantiles (numpy's linear interpolation; on a grid estimated
+  from its label scores, the estimates' own quantiles);
 - the best instruction (highest ``acc_i``) with its probability of being best.
 
 Intervals: ``n_boot`` posterior predictive draws of the whole grid
@@ -235,7 +236,7 @@ class GridEstimate:
     ci_low: np.ndarray
     ci_high: np.ndarray
     p_best: np.ndarray
-    quantiles: np.ndarray  # at QUANTILES: the draws' median, or the point estimates' without draws
+    quantiles: np.ndarray  # at QUANTILES: the draws' median (crossed model), else the point estimates'
     quantile_low: np.ndarray  # the quantiles' percentile interval over the draws (NaN without)
     quantile_high: np.ndarray
 
@@ -249,9 +250,8 @@ def estimate_grid(cells: Cells, *, n_boot: int, level: float, rng: np.random.Gen
     The crossed model's quantiles across instructions are the draws' median quantiles (its estimates
     are pulled toward their method's, so their own quantiles are too narrow; the median is the
     estimate of least expected absolute error and always inside the percentile interval); the label
-    scores' are the estimates' own, their intervals
-    from the lower to the higher end of the draws' percentile interval and of that interval moved by
-    the estimate minus the draws' mean."""
+    scores' are the estimates' own, their intervals from the lower to the higher end of the draws'
+    percentile interval and of that interval moved by the estimate minus the draws' mean."""
     if choice is not None:
         y, observed = cells.matrices()
         fit: CrossedFit | ChoiceScoreFit = fit_choice_scores(choice.scores, observed, y, choice.gold, cells.group_index())
