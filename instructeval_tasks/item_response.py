@@ -47,7 +47,15 @@ gold choice's position of a multiple-choice one; one class for open answers or w
   estimated (the nonparametric maximum likelihood of Kiefer and Wolfowitz). Most test items are
   answered correctly under every instruction or under none; a normal ``b`` cannot put them there,
   so it predicts coin flips on items whose outcome is known and spreads that noise over every
-  unobserved cell.
+  unobserved cell. The weights are not smoothed, although the maximum likelihood leaves gaps: on
+  HellaSwag zero-shot at 25% (adaptive design) it puts no weight between +1.5 and +6 logits where
+  the full grid's fit puts 11%, so an item answered right by 78% of the instructions and seen right
+  9 times in 9 is sure (``P(b < 3) < 0.001``), and the method means' intervals miss there. Weights
+  convolved with a normal kernel of SD 1 logit after every M step (EMS, Silverman et al. 1990) took
+  that grid's method-mean coverage from 80 to 93% but the method-mean error of the five crossed
+  validation grids at 10% from 0.33 to 0.42 points (HellaSwag zero-shot 0.77 to 1.07); smoothed in
+  the adaptive rounds' fits alone (more cells for items seen few times), 0.33 to 0.36 (0.77 to 0.98,
+  its coverage at 10% 93 to 87%). 5 seeds, ``benchmarks/budget_validation.py``.
 
 **Fit.** EM, item effects integrated out: the E step weighs each item's 33 grid points by the
 likelihood of its observed cells (``resp[j, g]``); the M step updates the weights (their mean),
