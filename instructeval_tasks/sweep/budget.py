@@ -455,7 +455,12 @@ def next_round_cells(
     ``benchmarks/budget_validation.py``: method-mean error at 5 / 10 / 25% 1.04 / 0.68 / 0.27 points
     against 1.10 / 0.73 / 0.33 unweighted, quantiles 1.08 / 0.76 / 0.39 against 1.11 / 0.81 / 0.38.)
     Deterministic: the same evaluated cells give the same next cells, so a resumed run re-derives
-    them.
+    them. Items every instruction seen so far answered alike get few cells, so an item the first
+    slice saw right each time may not be seen again (the crossed model's misses, README); a floor
+    of ``q_j (1 - q_j)`` on every cell's variance, ``q_j = (right_j + 1/2) / (seen_j + 1)`` its
+    item's observed rate, re-checked such items but cost more than it gave: method-mean error on the
+    five crossed-model validation grids 0.51 / 0.35 points at 5 / 10% against 0.55 / 0.42 with it
+    (HellaSwag zero-shot at 10% 0.85 against 1.08; TriviaQA's coverage at 5% unchanged), 10 seeds.
 
     Example:
         >>> seen = {"a": {0: 1.0, 1: 0.0}, "b": {2: 1.0, 3: 1.0}}
