@@ -192,6 +192,13 @@ def _stdev(values: np.ndarray, ddof: int) -> float:
     return float(np.std(values, ddof=ddof)) if len(values) > ddof else math.nan
 
 
+def _finite_mean(values: Sequence[float]) -> float:
+    """The mean of the finite ``values``; NaN (no warning) when none is: a replicate that drew no
+    instruction with enough demo sets has no selectional value and is left out of the interval."""
+    finite = [v for v in values if math.isfinite(v)]
+    return float(np.mean(finite)) if finite else math.nan
+
+
 def build_card(
     model: str,
     task: str,
@@ -325,7 +332,7 @@ def _bootstrap(measures, setting, Y, LL, acc, selection_rows, permutational, wor
                 values["selectional"] = 100.0 * np.std(picked, axis=2, ddof=ddof).mean(axis=1)
             elif selection_rows is not None and Y is not None:
                 values["selectional"] = np.array([
-                    100.0 * float(np.nanmean([_stdev(selection_rows[r][:, c].mean(axis=1), ddof) for r in rr]))
+                    100.0 * _finite_mean([_stdev(selection_rows[r][:, c].mean(axis=1), ddof) for r in rr])
                     for rr, c in zip(rows, cols)])
             if len(perm):
                 picked = perm[rows]

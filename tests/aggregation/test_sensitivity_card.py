@@ -285,3 +285,21 @@ def test_batched_replicates_equal_the_measures_one_by_one():
         for name, value in one.items():
             batched = points[name][b] if name in points else items[name][b]
             assert batched == pytest.approx(value, abs=1e-9), name
+
+
+def test_replicates_without_a_two_set_instruction_are_left_out_quietly():
+    """Only one of four instructions has two demo sets: replicates that draw none of it have no
+    selectional value. They are left out of the interval without a numpy warning on the user's terminal."""
+    import warnings
+
+    rng = np.random.default_rng(7)
+    sel = [(rng.random((2, 30)) < 0.6).astype(float)] + [(rng.random((1, 30)) < 0.6).astype(float) for _ in range(3)]
+    Y = np.vstack([s.mean(axis=0) for s in sel])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        card = build_card("m", "agnews", "few_shot", [("g", str(i)) for i in range(4)], Y, None, n_boot=200,
+                          level=0.95, seed="s", selection_rows=sel)
+    m = card.measures["selectional"]
+    assert m.value == pytest.approx(100 * float(np.std(sel[0].mean(axis=1), ddof=1)))
+    # (3/4)^4 of the replicates draw no two-set instruction; the rest hold the interval
+    assert m.ci_low is not None and m.ci_low <= m.value <= m.ci_high
