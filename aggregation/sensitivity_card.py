@@ -193,8 +193,9 @@ def _stdev(values: np.ndarray, ddof: int) -> float:
 
 
 def _finite_mean(values: Sequence[float]) -> float:
-    """The mean of the finite ``values``; NaN (no warning) when none is: a replicate that drew no
-    instruction with enough demo sets has no selectional value and is left out of the interval."""
+    """The mean of the finite ``values``; NaN (no warning) when none is. The card's and each
+    replicate's selectional and permutational values: an instruction with too few demo sets or
+    orderings has none, and a replicate that drew no instruction with one is left out of the interval."""
     finite = [v for v in values if math.isfinite(v)]
     return float(np.mean(finite)) if finite else math.nan
 
@@ -250,14 +251,12 @@ def build_card(
             measures[name] = Measure(None, why=why)
     if setting == "few_shot":
         if selection_rows is not None:
-            sds = np.array([_stdev(rows.mean(axis=1), ddof) for rows in selection_rows])
-            ok = np.isfinite(sds)
-            measures["selectional"] = Measure(100.0 * float(sds[ok].mean())) if ok.any() else Measure(None, why="fewer than 2 demo sets per instruction")
+            sd = _finite_mean([_stdev(rows.mean(axis=1), ddof) for rows in selection_rows])
+            measures["selectional"] = Measure(100.0 * sd) if math.isfinite(sd) else Measure(None, why="fewer than 2 demo sets per instruction")
         else:
             measures["selectional"] = Measure(None, why=why_no_items)
-        perm = np.asarray(permutational if permutational is not None else [], dtype=np.float64)
-        ok = np.isfinite(perm)
-        measures["permutational"] = Measure(100.0 * float(perm[ok].mean())) if ok.any() else Measure(None, why="no demo orderings evaluated")
+        perm_sd = _finite_mean(np.asarray(permutational if permutational is not None else [], dtype=np.float64))
+        measures["permutational"] = Measure(100.0 * perm_sd) if math.isfinite(perm_sd) else Measure(None, why="no demo orderings evaluated")
     if setting == "perturbed":
         if worst is not None:
             measures["worst_case"] = Measure(100.0 * float(worst.mean(axis=1).mean()))
