@@ -27,7 +27,6 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 
-from .catalog import CHOICE_METRICS
 from .issues import IssueLog
 from .records import VariantResult
 from .samples import ItemMatrix
@@ -78,10 +77,17 @@ def choose_metrics(
 ) -> dict[tuple[str, str], str]:
     """The primary accuracy metric of each (model, task).
 
-    CLS/MCQ: ``choice_metric`` when given; otherwise ``acc_per_token`` (the original's rule: the
+    CLS/MCQ: ``choice_metric`` when given; otherwise the paper's rule: ``acc_per_token`` (the
     choice with the lowest mean per-token NLL) when *every* variant of the (model, task) reports
-    it, else ``acc`` (with a warning). GQA: ``gqa_metric`` (``quasi_exact_match``). A forced metric
-    that some variant lacks drops that (model, task) with an error.
+    it, else ``acc`` (with a ``metric-fallback`` warning naming how many variants lack
+    ``acc_per_token``). ``acc_norm`` is never chosen by default: a variant with neither
+    ``acc_per_token`` nor ``acc`` (missing, or not an accuracy such as NaN) is dropped with a
+    ``metric-missing`` error that names ``--metric acc_norm`` as the way to score by it, and the
+    rule is applied to the rest. GQA: ``gqa_metric`` (``quasi_exact_match``). A forced metric that
+    some variant lacks drops that (model, task) with an error.
+
+    Every variant of a returned (model, task) that the caller keeps must report the returned
+    metric; the variants dropped here are those without it.
     """
     groups: dict[tuple[str, str], list[VariantResult]] = defaultdict(list)
     for v in variants:
@@ -103,25 +109,44 @@ def choose_metrics(
                 continue
             out[(model, task)] = forced
             continue
-        for metric in CHOICE_METRICS:
-            have = sum(metric in v.metrics for v in members)
-            if have == len(members):
-                out[(model, task)] = metric
-                break
-            if metric == "acc_per_token" and have:
+        unscored = [v for v in members if "acc_per_token" not in v.metrics and "acc" not in v.metrics]
+        if unscored:
+            by_norm = all("acc_norm" in v.metrics for v in members)
+            rest = ("the (model, task) is dropped" if len(unscored) == len(members)
+                    else "those variants are dropped, the others are scored by the paper's rule")
+            issues.error(
+                "metric-missing",
+                f"{model}/{task}: {len(unscored)} of {len(members)} variants have neither acc_per_token nor acc "
+                f"(missing or not a number; e.g. {unscored[0].name}): {rest}"
+                + ("; --metric acc_norm scores every variant by acc_norm instead" if by_norm else ""),
+                unscored[0].file,
+                unscored[0].name,
+            )
+            members = [v for v in members if v not in unscored]
+            if not members:
+                continue
+        if all("acc_per_token" in v.metrics for v in members):
+            out[(model, task)] = "acc_per_token"
+        elif all("acc" in v.metrics for v in members):
+            out[(model, task)] = "acc"
+            have = sum("acc_per_token" in v.metrics for v in members)
+            if have:
                 issues.warn(
                     "metric-fallback",
-                    f"{model}/{task}: acc_per_token is missing in {len(members) - have} of {len(members)} variants; "
-                    "using acc for all of them",
+                    f"{model}/{task}: acc_per_token is missing or not a number in {len(members) - have} of "
+                    f"{len(members)} variants; using acc for all of them",
+                )
+            else:
+                issues.warn(
+                    "metric-fallback",
+                    f"{model}/{task}: no acc_per_token (no tokenizer was reachable); using acc, "
+                    "not the paper's per-token rule",
                 )
         else:
-            issues.error("metric-missing", f"{model}/{task}: no accuracy metric common to all variants; dropped")
-            continue
-        if out[(model, task)] != "acc_per_token" and not any("acc_per_token" in v.metrics for v in members):
-            issues.warn(
-                "metric-fallback",
-                f"{model}/{task}: no acc_per_token (no tokenizer was reachable); using {out[(model, task)]}, "
-                "not the paper's per-token rule",
+            issues.error(
+                "metric-missing",
+                f"{model}/{task}: no accuracy metric common to all variants (some have acc_per_token but not acc, "
+                "others acc but not acc_per_token); dropped: rerun the variants that lack one",
             )
     return out
 

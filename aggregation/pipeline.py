@@ -220,7 +220,7 @@ def aggregate(runset: RunSet, options: AggregateOptions | None = None, *, allow_
         issues.raise_if(strict=options.strict)
         raise AggregationError("no InstructEval variants to aggregate", issues.sorted())
     metric_of = choose_metrics(variants, issues, choice_metric=options.metric, gqa_metric=options.gqa_metric)
-    variants = [v for v in variants if (v.model, v.task) in metric_of]
+    variants = [v for v in variants if metric_of.get((v.model, v.task)) in v.metrics]  # minus those it dropped
     if not variants:
         raise AggregationError("no InstructEval variant left to aggregate:\n" + "\n".join(f"  - {i}" for i in issues.sorted()), issues.sorted())
     _check_ddof(variants, options, issues)

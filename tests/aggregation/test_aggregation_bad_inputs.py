@@ -101,3 +101,41 @@ def test_a_broken_samples_file_drops_only_its_item_level_results(tmp_path):
     assert "line 20" in bad[0].message
     assert set(result.ci["model"]) == {"SmolLM2-135M"} if "model" in result.ci.columns else not result.ci.empty
     assert {"SmolLM2-135M", "opt-1.3b"} <= set(result.instructions["model"])  # both models still aggregated
+
+
+def test_nan_acc_per_token_and_acc_drop_the_variants_not_the_paper_metric(tmp_path, capsys):
+    """Variants whose acc_per_token and acc are NaN are dropped by name (error, exit 3); the rest keep the
+    paper's acc_per_token, never acc_norm behind a warning that names acc."""
+    def accuracy(task, method, iid, setting, demo, order):
+        rng = random.Random(f"{iid}|{setting}|{demo}|{order}")
+        return [1 if rng.random() < 0.5 else 0 for _ in range(8)]
+
+    variants = grid(["agnews"], INSTRUCTIONS, accuracy)
+    for v in variants:
+        v.metrics = {"acc_norm": 1.0}  # acc_norm differs from the items' acc/acc_per_token: its use would show
+    broken = [v for v in variants if v.method == "generic" and v.setting == "few_shot"]
+    for v in broken:
+        v.metrics = {"acc_norm": 1.0, "acc_per_token": float("nan"), "acc": float("nan")}
+    write_run(tmp_path / "runs", "m", [v for v in variants if v not in broken], sweep=sweep_record())
+    write_run(tmp_path / "runs", "m", broken, sweep=sweep_record(), stamp="2024-01-02T00-00-00.000000")
+    result = aggregate(load_runs([tmp_path / "runs"]), n_boot=0)
+    assert list(result.metric_choice["metric"]) == ["acc_per_token"]
+    assert not (set(result.variants["variant"]) & {v.name for v in broken}) and len(result.variants) == 17
+    (error,) = [i for i in result.issues if i.code == "metric-missing"]
+    assert error.level == "error" and "3 of 20 variants have neither acc_per_token nor acc" in error.message
+    assert "--metric acc_norm" in error.message
+    assert not [i for i in result.issues if i.code == "metric-fallback"]
+    kept = result.instructions.set_index("method").loc["null"]
+    null_zs = [v for v in variants if v.method == "null" and v.setting == "zero_shot"][0]
+    assert kept["zero_shot"] == null_zs.metric_value() != 1.0
+    # one variant lacks acc_per_token only: acc for the rest, and the warning names the metric used
+    lacking = next(v for v in variants if v.method == "null" and v.setting == "perturbed")
+    lacking.metrics = {"acc_norm": 1.0, "acc_per_token": float("nan")}
+    write_run(tmp_path / "runs", "m", [v for v in variants if v not in broken], sweep=sweep_record())
+    result = aggregate(load_runs([tmp_path / "runs"]), n_boot=0)
+    assert list(result.metric_choice["metric"]) == ["acc"]
+    (warning,) = [i for i in result.issues if i.code == "metric-fallback"]
+    assert "missing or not a number in 1 of 17 variants; using acc for all of them" in warning.message
+    capsys.readouterr()
+    assert cli_main(["aggregate", str(tmp_path / "runs"), "--out", str(tmp_path / "out"), "--bootstrap", "0", "--no-plots"]) == 3
+    assert (tmp_path / "out" / "data" / "metric_choice.csv").read_text().splitlines()[1] == "m,agnews,acc"
