@@ -150,6 +150,14 @@ def run(args: argparse.Namespace) -> int:
     warnings = [i for i in result.issues if i.level == "warning"]
     for issue in errors + warnings:
         print(str(issue), file=sys.stderr)
+    plans = [i for i in result.issues if i.code == "sweep-plan"]
+    if len(plans) == 1:
+        print(str(plans[0]), file=sys.stderr)
+    elif plans:
+        files = [i.file for i in plans]
+        shown = ", ".join(files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
+        print(f"note [sweep-plan] {len(files)} sweep.json files skipped ({shown}): the plan instructeval run writes "
+              "beside its results, not a results file", file=sys.stderr)
     from .sensitivity_report import summary_lines, write_back
 
     for line in summary_lines(result.cards):

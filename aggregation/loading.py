@@ -11,7 +11,8 @@ or variant never hides what the other files give):
 
 - a file that is not JSON, truncated, not UTF-8 or nested absurdly deep: ``error bad-json`` naming
   the line (``json_input.py``), the file is skipped;
-- JSON that is not a harness results file (no ``results``/``configs`` mappings): ``error not-results``;
+- JSON that is not a harness results file (no ``results``/``configs`` mappings): ``error not-results``,
+  except ``instructeval run``'s own ``sweep.json`` plan (``note sweep-plan``, skipped);
 - a task without InstructEval metadata (no ``instructeval_task``): ``note not-instructeval``, ignored,
   unless its name starts with ``instructeval_`` (then ``error missing-metadata``);
 - a variant lacking a required metadata key, or with values of the wrong type, or whose ``setting``
@@ -39,7 +40,8 @@ from .catalog import KNOWN_RESULT_METRICS, SETTINGS, TASK_KIND, canonical_method
 from .issues import AggregationError, IssueLog
 from .json_input import BadJson, parse_json_bytes
 from .records import RunInfo, RunSet, VariantResult
-from .result_formats import FORMATS_READ, LM_EVAL, OPEN_LLM_V1, is_open_llm_v2, is_stock_results, results_format
+from .result_formats import (FORMATS_READ, LM_EVAL, OPEN_LLM_V1, is_open_llm_v2, is_stock_results, is_sweep_plan,
+                             results_format)
 from .validation import check_instructions, check_protocol, deduplicate
 
 
@@ -366,6 +368,10 @@ def read_results_file(path: Path, issues: IssueLog, *, samples: bool = True) -> 
     if kind == OPEN_LLM_V1:  # stock scores only: read by the leaderboard comparison (leaderboard_loading)
         return [], None
     if kind != LM_EVAL:
+        if is_sweep_plan(data):
+            issues.note("sweep-plan", "the plan instructeval run writes beside its results, not a results file; skipped "
+                        "(the results are the results_*.json files of the same folder)", file)
+            return [], None
         issues.error("not-results", f"not a results file this reads; it reads {FORMATS_READ}", file)
         return [], None
     limit = (data.get("config") or {}).get("limit") if isinstance(data.get("config"), dict) else None

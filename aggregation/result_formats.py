@@ -13,6 +13,10 @@
   read as the harness tasks they ran (``hellaswag``, ``arc:challenge`` -> ``arc_challenge``,
   ``truthfulqa:mc`` -> ``truthfulqa_mc2``, ``hendrycksTest-<subject>`` -> ``mmlu_<subject>``, ...).
 
+Not a results file but recognised: ``sweep.json``, the plan ``instructeval run`` writes in each run
+folder (``instructeval_tasks/sweep/store.py``: ``profile``, ``tasks``, ``variants``, ... and no
+``results``), so that ``aggregate runs/*/*.json`` skips it with a note (:func:`is_sweep_plan`).
+
 Anything else is refused by name (``not-results``), never guessed.
 
 Example:
@@ -68,6 +72,18 @@ def v1_items(data: Mapping[str, Any], key: str) -> int | None:
     if all(isinstance(c, int) and not isinstance(c, bool) for c in counts):
         return int(counts[0]) + int(counts[1])
     return None
+
+
+def is_sweep_plan(data: Any) -> bool:
+    """Whether ``data`` is the ``sweep.json`` plan of an ``instructeval run`` folder (not results).
+
+        >>> is_sweep_plan({"profile": {"name": "quick"}, "tasks": ["agnews"], "variants": ["instructeval_agnews__null__zs"]})
+        True
+        >>> is_sweep_plan({"results": {}, "configs": {}})
+        False
+    """
+    return (isinstance(data, Mapping) and "results" not in data and isinstance(data.get("profile"), Mapping)
+            and isinstance(data.get("tasks"), list) and isinstance(data.get("variants"), list))
 
 
 def results_format(data: Any) -> str | None:

@@ -139,3 +139,53 @@ def test_nan_acc_per_token_and_acc_drop_the_variants_not_the_paper_metric(tmp_pa
     capsys.readouterr()
     assert cli_main(["aggregate", str(tmp_path / "runs"), "--out", str(tmp_path / "out"), "--bootstrap", "0", "--no-plots"]) == 3
     assert (tmp_path / "out" / "data" / "metric_choice.csv").read_text().splitlines()[1] == "m,agnews,acc"
+
+
+def test_the_runs_own_sweep_json_is_skipped_with_a_note(tmp_path, tiny_model_dir, tiny_data_dir, capsys):
+    """``aggregate runs/*/*.json`` on a real run folder: its sweep.json is named once and skipped, the
+    results are aggregated (exit 0); a foreign JSON file is still refused by name."""
+    from instructeval_tasks.sweep.runner import run_sweep
+
+    runs = tmp_path / "runs"
+    run_sweep(model="hf", model_args=f"pretrained={tiny_model_dir},dtype=float32", tasks="agnews", methods="null,generic",
+              profile="quick", data_dir=str(tiny_data_dir), device="cpu", progress=False, output=runs,
+              overrides={"instructions_per_method": 1, "test_sample": 4, "settings": ("zero_shot",)})
+    files = sorted(str(p) for p in runs.glob("*/*.json"))
+    (plan,) = [f for f in files if f.endswith("sweep.json")]
+    assert len(files) == 3
+    capsys.readouterr()
+    assert cli_main(["aggregate", *files, "--out", str(tmp_path / "out"), "--bootstrap", "0", "--no-plots"]) == 0
+    err = capsys.readouterr().err
+    assert f"note [sweep-plan] file {plan}: the plan instructeval run writes beside its results" in err
+    assert "not-results" not in err and (tmp_path / "out" / "report.html").is_file()
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["n_variants"] == 2 and {i["code"] for i in summary["issues"] if i["level"] == "error"} == set()
+    other = runs / "notes.json"
+    other.write_text(json.dumps({"profile": "quick", "comment": "not a plan"}))
+    assert cli_main(["aggregate", *files, str(other), "--out", str(tmp_path / "out"), "--bootstrap", "0", "--no-plots"]) == 3
+    assert f"error [not-results] file {other}" in capsys.readouterr().err
+
+
+def test_harness_task_results_are_written_beside_a_dropped_file(tmp_path, capsys):
+    """Only lm-eval's own tasks (--harness-tasks) among the inputs, plus a file that is not results: the
+    file is listed as dropped (exit 3), the harness-task tables are still written."""
+    out = tmp_path / "runs" / "m"
+    out.mkdir(parents=True)
+    results, configs = {}, {}
+    for iid, correct in {"null": [1, 0, 1, 0], "generic-0": [1, 1, 1, 0], "generic-1": [0, 0, 1, 0]}.items():
+        name = f"boolq__{iid}"
+        results[name] = {"alias": name, "acc,none": sum(correct) / 4, "acc_stderr,none": 0.1}
+        configs[name] = {"task": name, "metric_list": [{"metric": "acc"}], "metadata": {"model_label": "m", "harness": {
+            "task": "boolq", "num_fewshot": 0, "method": "null" if iid == "null" else "generic", "instruction_id": iid,
+            "instruction": "" if iid == "null" else f"text {iid}", "placement": "description", "test_ids": [0, 1, 2, 3]}}}
+        rows = [{"doc_id": d, "filter": "none", "acc": float(c), "target": "0", "filtered_resps": [["-1.0", "False"]]}
+                for d, c in enumerate(correct)]
+        (out / f"samples_{name}_2026-01-01T00-00-00.000000.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (out / "results_harness__boolq.json").write_text(json.dumps({"results": results, "configs": configs,
+                                                                  "config": {"model": "hf", "model_args": "pretrained=m"}}))
+    (out / "results_junk.json").write_text(json.dumps({"scores": [1, 2]}))
+    capsys.readouterr()
+    assert cli_main(["aggregate", str(tmp_path / "runs"), "--out", str(tmp_path / "out"), "--bootstrap", "0", "--no-plots"]) == 3
+    err = capsys.readouterr().err
+    assert "error [not-results]" in err and "results_junk.json" in err and "nothing written" not in err
+    assert (tmp_path / "out" / "tables" / "harness_effects.md").is_file()
