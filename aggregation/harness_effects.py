@@ -387,7 +387,7 @@ def _cells(Y: np.ndarray, members: list[HarnessResult], classes: np.ndarray | No
 def _member_scores(r: HarnessResult, issues: IssueLog, where: str,
                    consequence: str) -> tuple[np.ndarray, np.ndarray, list[str | None]] | None:
     """``(doc ids, scores, gold targets)`` of one variant's samples log under its metric and filter;
-    None (with a warning ending in ``consequence``) when it has none or cannot be read."""
+    None (with a warning ending in ``consequence`` when it has none, an error when it cannot be read)."""
     if not r.samples_path:
         issues.warn("no-samples", f"{where}: {r.task}__{r.instruction_id} has no samples file; {consequence}", r.file)
         return None
@@ -395,7 +395,7 @@ def _member_scores(r: HarnessResult, issues: IssueLog, where: str,
     try:
         return read_sample_targets(r.samples_path, name, filter_name=filt or "none")
     except Exception as err:  # AggregationError names the file and line
-        issues.warn("bad-samples", f"{where}: {err}; {consequence}", r.file)
+        issues.error("bad-samples", f"{where}: {err}; {consequence}", r.file)  # input dropped (exit 3)
         return None
 
 

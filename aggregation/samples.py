@@ -10,10 +10,11 @@ plus derived *worst-case* rows (see :func:`build_item_matrix`), and records whic
 each instruction's zero-shot, few-shot, perturbation and worst-case accuracy. The bootstrap
 (``bootstrap.py``) resamples its columns.
 
-Checks (each a warning that leaves the (model, task) without item-level results, never a silently
-mixed matrix): a variant without a samples file, a file that cannot be parsed, a ``doc_id`` twice,
-variants that cover different ``doc_id`` sets, and per-item values whose mean differs from the
-results file's number by more than 1e-6 (samples from another run).
+Checks (each leaves the (model, task) without item-level results, never a silently mixed matrix):
+a samples file that is empty or cannot be parsed, or a ``doc_id`` twice, is input dropped (``error
+bad-samples``: the command exits 3); a variant without a samples file, variants that cover different
+``doc_id`` sets, and per-item values whose mean differs from the results file's number by more than
+1e-6 (samples from another run) are warnings.
 """
 
 from __future__ import annotations
@@ -163,7 +164,7 @@ def _sample_lines(path: str, metric: str | None, filter_name: str, *,
             (doc_id, number, gold_loglikelihood(record), target_text(record.get("target")),
              choice_line(record) if choices else None))
     if not rows:
-        raise AggregationError(f"samples file {path}: empty")
+        raise AggregationError(f"samples file {path}: empty (no per-item line); rerun that variant to write it again")
     if filter_name in rows:
         chosen = rows[filter_name]
     elif len(rows) == 1:
@@ -248,7 +249,7 @@ def build_item_matrix(
                 cache[key] = read_samples(v.samples_path, metric)
             doc_ids, values, gold = cache[key]
         except AggregationError as err:
-            issues.warn("bad-samples", f"{where}: {err}; no item-level results for this (model, task)", v.file, v.name)
+            issues.error("bad-samples", f"{where}: {err}; no item-level results for this (model, task)", v.file, v.name)
             return None
         expected = v.metrics.get(metric)
         if expected is not None and abs(float(values.mean()) - expected) > MEAN_TOLERANCE:

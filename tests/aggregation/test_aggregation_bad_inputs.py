@@ -103,6 +103,20 @@ def test_a_broken_samples_file_drops_only_its_item_level_results(tmp_path):
     assert {"SmolLM2-135M", "opt-1.3b"} <= set(result.instructions["model"])  # both models still aggregated
 
 
+def test_a_broken_samples_file_is_dropped_input_exit_3(tmp_path, capsys):
+    """An empty samples file (or one that cannot be read) drops that (model, task)'s item-level results:
+    an error, so the command exits 3 as documented for dropped input, naming the file and the fix."""
+    run_dir(tmp_path / "runs", "SmolLM2-135M")
+    victim = sorted((tmp_path / "runs" / "SmolLM2-135M").glob("samples_*zs*.jsonl"))[0]
+    victim.write_bytes(b"")
+    capsys.readouterr()
+    assert cli_main(["aggregate", str(tmp_path / "runs"), "--out", str(tmp_path / "out"), "--bootstrap", "20", "--no-plots"]) == 3
+    err = capsys.readouterr().err
+    (line,) = [x for x in err.splitlines() if "[bad-samples]" in x]
+    assert line.startswith("error [bad-samples]") and victim.name in line and "empty (no per-item line)" in line
+    assert "rerun that variant" in line and (tmp_path / "out" / "report.html").is_file()
+
+
 def test_nan_acc_per_token_and_acc_drop_the_variants_not_the_paper_metric(tmp_path, capsys):
     """Variants whose acc_per_token and acc are NaN are dropped by name (error, exit 3); the rest keep the
     paper's acc_per_token, never acc_norm behind a warning that names acc."""
