@@ -229,9 +229,12 @@ def compare_leaderboard(
     for (model, task), result in sorted(chosen.items(), key=lambda kv: (kv[0][0], task_rank[kv[0][1]])):
         rows = instructions[(instructions["model"] == model) & (instructions["task"] == task)]
         same = same_of[(model, task)] = _same_items(result, by_model_task.get((model, task), []))
-        if same != "yes":
-            what = "different test items" if same == "no" else "test items that cannot be checked (no test ids in the stock results)"
-            issues.warn("leaderboard-items", f"stock {result.stock_task} of {model} was measured on {what} than the InstructEval runs of {task}",
+        if same == "no":
+            issues.warn("leaderboard-items", f"stock {result.stock_task} of {model} was measured on other test items than the "
+                        f"InstructEval runs of {task} (other test ids, data source or item count)", result.file, result.stock_task)
+        elif same != "yes":
+            issues.warn("leaderboard-items", f"stock {result.stock_task} of {model} records no test ids, so whether it was "
+                        f"measured on the same test items as the InstructEval runs of {task} cannot be checked",
                         result.file, result.stock_task)
         row = {"model": model, "task": task, "stock_task": result.stock_task, "stock_metric": result.metric,
                "num_fewshot": result.num_fewshot, "n_items": result.n_items, "same_items": same, "stock": result.value,

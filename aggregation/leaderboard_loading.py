@@ -133,6 +133,8 @@ def read_open_llm_v1(data: Mapping[str, Any], file: str, known: Mapping[str, tup
                      issues: IssueLog) -> list[StockResult]:
     """The stock results of an Open LLM Leaderboard v1 file (``harness|<task>|<n-shot>`` entries)."""
     model = v1_model(data)
+    if model is None:  # reported by loading (error no-model): nothing to match its scores to
+        return []
     out, other = [], []
     for key in sorted(data["results"]):
         parsed = v1_task(str(key))

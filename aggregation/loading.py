@@ -12,7 +12,8 @@ or variant never hides what the other files give):
 - a file that is not JSON, truncated, not UTF-8 or nested absurdly deep: ``error bad-json`` naming
   the line (``json_input.py``), the file is skipped;
 - JSON that is not a harness results file (no ``results``/``configs`` mappings): ``error not-results``,
-  except ``instructeval run``'s own ``sweep.json`` plan (``note sweep-plan``, skipped);
+  except ``instructeval run``'s own ``sweep.json`` plan (``note sweep-plan``, skipped); an Open LLM
+  Leaderboard v1 file without its model name: ``error no-model``;
 - a task without InstructEval metadata (no ``instructeval_task``): ``note not-instructeval``, ignored,
   unless its name starts with ``instructeval_`` (then ``error missing-metadata``);
 - a variant lacking a required metadata key, or with values of the wrong type, or whose ``setting``
@@ -41,7 +42,7 @@ from .issues import AggregationError, IssueLog
 from .json_input import BadJson, parse_json_bytes
 from .records import RunInfo, RunSet, VariantResult
 from .result_formats import (FORMATS_READ, LM_EVAL, OPEN_LLM_V1, is_open_llm_v2, is_stock_results, is_sweep_plan,
-                             results_format)
+                             results_format, v1_model)
 from .validation import check_instructions, check_protocol, deduplicate
 
 
@@ -366,6 +367,11 @@ def read_results_file(path: Path, issues: IssueLog, *, samples: bool = True) -> 
         return [], None
     kind = results_format(data)
     if kind == OPEN_LLM_V1:  # stock scores only: read by the leaderboard comparison (leaderboard_loading)
+        if v1_model(data) is None:
+            issues.error("no-model", "Open LLM Leaderboard v1 results without a model name (no config_general.model_name, "
+                         "nor config.model_name in older files), so its scores cannot be matched to a model; add "
+                         '"config_general": {"model_name": "<org>/<model>"} (the model\'s Hub id) to the file; skipped',
+                         file)
         return [], None
     if kind != LM_EVAL:
         if is_sweep_plan(data):

@@ -87,12 +87,16 @@ def is_sweep_plan(data: Any) -> bool:
 
 
 def results_format(data: Any) -> str | None:
-    """``LM_EVAL``, ``OPEN_LLM_V1``, or None (a JSON object this does not read)."""
+    """``LM_EVAL``, ``OPEN_LLM_V1``, or None (a JSON object this does not read).
+
+    A v1 file is recognised by its ``harness|<task>|<n-shot>`` keys even without its model name
+    (:func:`v1_model` None): the loader then says that the name is what is missing.
+    """
     if not isinstance(data, Mapping) or not isinstance(data.get("results"), Mapping):
         return None
     if isinstance(data.get("configs"), Mapping):
         return LM_EVAL
-    if any(v1_task(str(key)) for key in data["results"]) and v1_model(data) is not None:
+    if any(v1_task(str(key)) for key in data["results"]):  # without a model name: refused by loading, named
         return OPEN_LLM_V1
     return None
 

@@ -335,3 +335,46 @@ def test_other_formats_are_named(tmp_path):
     assert "Open LLM Leaderboard v2 results: no InstructEval variant and no stock task" in by_code["empty"]
     assert "leaderboard_bbh_navigate" in by_code["empty"]
     assert "Open LLM Leaderboard v1 results" in by_code["not-results"] and "lm-eval results_*.json" in by_code["not-results"]
+
+
+def test_a_v1_file_without_its_model_name_says_so(tmp_path, capsys):
+    """An Open LLM Leaderboard v1 file without config_general is named for what it lacks (the model
+    name, and where to put it), not refused as "not a results file"; the rest is compared."""
+    for model in "AB":
+        write_sweep(tmp_path, model)
+    v1 = tmp_path / "open-llm-leaderboard"
+    _v1_file(v1 / "org" / "Model-A", "org/Model-A", 0.25)
+    nameless = _v1_file(v1 / "org" / "Model-B", "org/Model-B", 0.5)
+    data = json.loads(nameless.read_text())
+    del data["config_general"]
+    nameless.write_text(json.dumps(data))
+    result, comparison = build(tmp_path, paths=[tmp_path, v1], aliases={"org/Model-A": "A"})
+    runset = load_runs([tmp_path, v1])
+    (issue,) = [i for i in runset.issues.items if i.file == str(nameless)]
+    assert (issue.level, issue.code) == ("error", "no-model")
+    assert "without a model name" in issue.message and '"config_general": {"model_name": "<org>/<model>"}' in issue.message
+    assert list(comparison.scores["model"]) == ["A"]
+    capsys.readouterr()
+    assert aggregate_main([str(tmp_path), str(v1), "--out", str(tmp_path / "out"), "--bootstrap", "0", "--no-plots",
+                           "--model-alias", "org/Model-A=A"]) == 3
+    err = capsys.readouterr().err
+    assert f"error [no-model] file {nameless}" in err and "not-results" not in err
+
+
+def test_the_items_warning_is_one_sentence_for_each_case(tmp_path):
+    """leaderboard-items: other items, or items that cannot be checked (a plain lm_eval file), each
+    worded as its own sentence."""
+    write_sweep(tmp_path, "A")
+    write_sweep(tmp_path, "B")
+    write_stock(tmp_path, "A", 0.25, test_ids=(3, 2, 1, 0))
+    write_stock(tmp_path / "plain", "x", 0.5, record=False, pretrained="/models/B")
+    result, comparison = build(tmp_path, paths=[tmp_path, tmp_path / "plain"])
+    by_model = {m: s for m, s in zip(comparison.scores["model"], comparison.scores["same_items"])}
+    assert by_model == {"A": "no", "B": "unknown"}
+    messages = sorted(i.message for i in result.issues if i.code == "leaderboard-items")
+    assert messages == [
+        "stock hellaswag of A was measured on other test items than the InstructEval runs of hellaswag "
+        "(other test ids, data source or item count)",
+        "stock hellaswag of B records no test ids, so whether it was measured on the same test items as the "
+        "InstructEval runs of hellaswag cannot be checked",
+    ]
