@@ -201,6 +201,52 @@ def _metric_values(result: Mapping[str, Any], issues: IssueLog, file: str, name:
     return out
 
 
+def truncation_message(cut: Mapping[str, Any]) -> str:
+    """The ``truncated`` warning of a variant's ``truncation`` record (``instructeval_tasks/sweep/window.py``),
+    worded by what happened to the instruction in the cut prompts: kept whole (a null instruction has
+    none to lose: its demos or input were cut), partly cut, or cut entirely.
+
+        >>> null = {"items": 3, "of": 8, "window": 96, "instruction_tokens": 0, "cut": [[0, 4, "intact"], [5, 1, "intact"]]}
+        >>> truncation_message(null).split("; ")[1]
+        'the variant has no instruction (null), so only its demos or input were cut: the score is of prompts shorter than planned'
+        >>> long = {"items": 2, "of": 8, "window": 96, "instruction_tokens": 40, "cut": [[0, 60, "cut entirely"], [1, 9, "partly cut"]]}
+        >>> for part in truncation_message(long).split("; ")[1:]:
+        ...     print(part)
+        in 1 the instruction (40 tokens) was partly cut: there the score is only partly the instruction's
+        in 1 it was cut entirely: there the score is not the instruction's at all
+    """
+    head = (f"{cut.get('items')} of {cut.get('of')} prompts were cut to the model's window of {cut.get('window')} tokens "
+            f"(run with --allow-truncation); ")
+    rows = cut.get("cut")
+    if not (isinstance(rows, list) and all(isinstance(r, (list, tuple)) and len(r) >= 3 for r in rows)):
+        lost = cut.get("instruction_cut")  # a record without its per-item list: only this count
+        if lost == 0:
+            return head + "the instruction survived whole in all of them (the demos or input were cut)"
+        return head + (f"the instruction lost tokens in {lost if isinstance(lost, int) else 'an unrecorded number'} of them "
+                       "(partly or entirely: the record does not say), so this score is at most partly the instruction's")
+    fates = [str(r[2]) for r in rows]
+    kept, partly, entirely = fates.count("intact"), fates.count("partly cut"), fates.count("cut entirely")
+    tokens = cut.get("instruction_tokens")
+    if not partly and not entirely:
+        if tokens == 0:
+            return head + ("the variant has no instruction (null), so only its demos or input were cut: the score is of "
+                           "prompts shorter than planned")
+        return head + ("the instruction survived whole in every one of them (the demos or input were cut): the score is "
+                       "the instruction's, on prompts shorter than planned")
+    size = f" ({tokens} tokens)" if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens > 0 else ""
+    parts = []
+    if kept:
+        parts.append(f"in {kept} the instruction{size} survived whole (the demos or input were cut)")
+        size = ""
+    if partly:
+        parts.append(f"in {partly} the instruction{size} was partly cut: there the score is only partly the instruction's")
+        size = ""
+    if entirely:
+        subject = "it" if parts else f"the instruction{size}"
+        parts.append(f"in {entirely} {subject} was cut entirely: there the score is not the instruction's at all")
+    return head + "; ".join(parts)
+
+
 def _scoring_version(meta: Mapping[str, Any]) -> str | None:
     """The scoring version a sweep recorded in the variant's run fingerprint (None: a plain lm_eval run)."""
     run = meta.get(RUN_FINGERPRINT_KEY)
@@ -320,9 +366,7 @@ def parse_variant(
                     f"{SCORING_VERSION!r}, so its numbers are not comparable with a rerun today", file, name)
     cut = meta.get("truncation")
     if isinstance(cut, Mapping) and cut.get("items"):
-        issues.warn("truncated", f"{cut.get('items')} of {cut.get('of')} prompts were cut to the model's window of "
-                    f"{cut.get('window')} tokens (run with --allow-truncation); the instruction lost tokens in "
-                    f"{cut.get('instruction_cut')} of them, so this score is only partly the instruction's", file, name)
+        issues.warn("truncated", truncation_message(cut), file, name)
     n_params = (data.get("config") or {}).get("model_num_parameters")
     n_samples = (data.get("n-samples") or {}).get(name) or {}
     n_items = result.get("sample_len", n_samples.get("effective"))

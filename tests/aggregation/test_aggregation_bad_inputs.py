@@ -203,3 +203,34 @@ def test_harness_task_results_are_written_beside_a_dropped_file(tmp_path, capsys
     err = capsys.readouterr().err
     assert "error [not-results]" in err and "results_junk.json" in err and "nothing written" not in err
     assert (tmp_path / "out" / "tables" / "harness_effects.md").is_file()
+
+
+@pytest.mark.parametrize(
+    "record, expected, absent",
+    [
+        ({"items": 3, "of": 8, "window": 96, "instruction_tokens": 0, "instruction_cut": 0,
+          "cut": [[0, 4, "intact"], [2, 34, "intact"], [5, 1, "intact"]]},
+         ["3 of 8 prompts were cut to the model's window of 96 tokens", "no instruction (null), so only its demos or input were cut"],
+         "instruction's"),
+        ({"items": 8, "of": 8, "window": 96, "instruction_tokens": 250, "instruction_cut": 8,
+          "cut": [[i, 300, "cut entirely"] for i in range(7)] + [[7, 100, "partly cut"]]},
+         ["in 1 the instruction (250 tokens) was partly cut: there the score is only partly the instruction's",
+          "in 7 it was cut entirely: there the score is not the instruction's at all"], "survived"),
+        ({"items": 2, "of": 8, "window": 96, "instruction_tokens": 5, "instruction_cut": 1,
+          "cut": [[0, 3, "partly cut"], [1, 2, "intact"]]},
+         ["in 1 the instruction (5 tokens) survived whole (the demos or input were cut)",
+          "in 1 the instruction was partly cut"], "not the instruction's at all"),
+    ],
+)
+def test_the_truncation_warning_says_what_the_instruction_lost(tmp_path, record, expected, absent):
+    """--allow-truncation variants: the warning is worded by the record (instruction survived / partly cut /
+    cut entirely, with counts), never "only partly the instruction's" for a null or an entirely cut one."""
+    from instructeval_aggregation.testing import SyntheticVariant
+
+    v = SyntheticVariant("agnews", "generic", "g0", "zero_shot", correct=[1, 0, 1, 0], metadata={"truncation": record})
+    write_run(tmp_path, "m", [v], samples=False)
+    (warning,) = [i for i in load_runs([tmp_path]).issues.items if i.code == "truncated"]
+    assert warning.level == "warning" and warning.variant == v.name
+    for text in expected:
+        assert text in warning.message, warning.message
+    assert absent not in warning.message
