@@ -42,6 +42,13 @@ Extra ``model_args``:
   one instruction in several calls (a budgeted grid's first slice and rounds, pooled calls)
   computes its prefix once; a position a request scores is always computed. Besides
   ``max_kv_memory``: a pass that reads kept KV copies it into its rows' past, and that copy counts.
+- ``allow_truncation`` (default false): before an evaluation's first forward pass, every request of
+  its tasks is measured against ``max_length`` (``window``); a task whose prompts the harness would
+  cut from the left (the instruction first) is refused (under the ``lm_eval`` CLI: one line, exit
+  code 2). With ``allow_truncation=True`` it runs, and its results record what was cut
+  (``truncation`` in the task's config metadata, which ``instructeval aggregate`` warns about). A
+  task with ``allow_truncation: true`` in its metadata (a sweep run with ``--allow-truncation``) is
+  allowed too; a task the sweep already checked is not measured again.
 
 ``batch_size`` keeps its meaning as a compute-memory bound: a forward pass holds at most
 ``batch_size`` x (longest request) tokens, the most a stock ``hf`` batch would.

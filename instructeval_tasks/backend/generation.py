@@ -50,6 +50,16 @@ def greedy_unsupported(lm: HFLM, kwargs: dict[str, Any]) -> str | None:
     return None
 
 
+def context_ids(lm: HFLM, context: str) -> list[int]:
+    """``HFLM.tok_batch_encode`` for one string, uncut (it decides BOS on a batch's first string)."""
+    kwargs: dict[str, Any] = {}
+    if has_bos_prefix(context, getattr(lm.tokenizer, "bos_token", None)):
+        kwargs = {"add_special_tokens": False}
+    elif lm.add_bos_token is not None:
+        kwargs = {"add_special_tokens": lm.add_bos_token}
+    return list(lm.tokenizer(context, truncation=lm.truncation, **kwargs)["input_ids"])
+
+
 class TreeGreedyGeneration:
     """Greedy continuations of a list of token contexts (one ``until``/``max_gen_toks`` setting)."""
 
@@ -59,14 +69,8 @@ class TreeGreedyGeneration:
         self.stats: dict[str, int] = {}
 
     def encode_context(self, context: str, max_ctx_len: int, truncated: list[int]) -> list[int]:
-        """``HFLM.tok_batch_encode`` for one string (it decides BOS on a batch's first string)."""
-        lm = self.lm
-        kwargs: dict[str, Any] = {}
-        if has_bos_prefix(context, getattr(lm.tokenizer, "bos_token", None)):
-            kwargs = {"add_special_tokens": False}
-        elif lm.add_bos_token is not None:
-            kwargs = {"add_special_tokens": lm.add_bos_token}
-        ids = list(lm.tokenizer(context, truncation=lm.truncation, **kwargs)["input_ids"])
+        """``context_ids``, its left cut to ``max_ctx_len`` (the uncut length of a cut one appended to ``truncated``)."""
+        ids = context_ids(self.lm, context)
         if len(ids) > max_ctx_len:
             truncated.append(len(ids))
             ids = ids[-max_ctx_len:]

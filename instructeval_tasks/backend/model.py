@@ -29,6 +29,7 @@ from .loglikelihood import TreeLoglikelihood
 from .prefix_cache import PrefixCache
 from .support import PrefixSupport, layer_windows
 from .tree import PrefixTree
+from .window import check_evaluation
 
 log = logging.getLogger(__name__)
 
@@ -53,11 +54,13 @@ class InstructEvalHFLM(HFLM):
     def __init__(self, *args: Any, prefix_sharing: bool | str = True, pack_tokens: int | str = 32,
                  decode_batch_size: int | str | None = None, max_kv_memory: int | str | None = DEFAULT_MAX_KV_MEMORY,
                  require_prefix: bool | str = False, prefix_cache_memory: int | str | None = DEFAULT_PREFIX_CACHE_MEMORY,
-                 **kwargs: Any) -> None:
+                 allow_truncation: bool | str = False, **kwargs: Any) -> None:
         self.max_kv_memory = parse_bytes(max_kv_memory)  # before loading the model: a typo fails fast
         self.prefix_cache_memory = parse_bytes(prefix_cache_memory, "prefix_cache_memory", zero_is_off=True) or 0
         self.prefix_sharing = _as_bool(prefix_sharing)
         self.require_prefix = _as_bool(require_prefix)
+        self.allow_truncation = _as_bool(allow_truncation)  # prompts longer than max_length: run and record (window)
+        self._ie_window_tasks: Any = None  # the tasks of the evaluation whose window was checked (window)
         if self.require_prefix and not self.prefix_sharing:
             raise PrefixPathUnavailable("instructeval-hf: require_prefix=true contradicts prefix_sharing=false; drop one")
         super().__init__(*args, **kwargs)
@@ -159,6 +162,7 @@ class InstructEvalHFLM(HFLM):
         if summary:
             log.warning("instructeval-hf: %s", summary)
         self.path_counts = {"prefix": 0, "stock": 0, "stock_reasons": {}}
+        self._ie_window_tasks = None  # the next evaluation is measured again
         return info
 
     # ------------------------------------------------------------------ model calls
@@ -282,6 +286,7 @@ class InstructEvalHFLM(HFLM):
     def loglikelihood(self, requests, disable_tqdm: bool = False):
         self._ie_tok_cache = {} if self.prefix_sharing else None
         try:
+            check_evaluation(self)  # its encodings are the ones memoised for the scoring below
             return super().loglikelihood(requests, disable_tqdm=disable_tqdm)
         finally:
             self._ie_tok_cache = None
@@ -327,6 +332,7 @@ class InstructEvalHFLM(HFLM):
     def generate_until(self, requests, disable_tqdm: bool = False):
         if not requests:
             return []
+        check_evaluation(self)
         if not self.prefix_sharing or self.backend != "causal" or any(len(r.args) != 2 for r in requests):
             reason = ("prefix_sharing=False" if not self.prefix_sharing else
                       f"backend {self.backend!r}" if self.backend != "causal" else "multimodal requests")
