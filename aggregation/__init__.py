@@ -13,7 +13,7 @@ Python API::
     result.table("gain_few_shot")                 # method x task, mean relative gain (%)
     write_report(result, "report/")               # tables/, data/, plots/, summary.json, report.html
 
-CLI: ``instructeval aggregate runs/ --out report/`` (see ``README.md`` beside this file).
+CLI: ``instructeval aggregate runs/ --out report/`` (see ``docs/aggregation.md``).
 
 Formulas (details in the modules that implement them):
 

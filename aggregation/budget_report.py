@@ -131,7 +131,7 @@ def budget_html(estimates: BudgetEstimates, figures: Mapping[str, Path], img: Ca
         "grid. Every table column built "
         "from them is marked <i>(est.)</i>. Intervals too wide for the question: rerun the sweep's command "
         "with <code>--budget-extend</code> and a larger share (e.g. <code>--budget 0.1 --budget-extend 0.25</code>), "
-        "which keeps these cells and adds those the model is least sure of (README, <i>Extending a "
+        "which keeps these cells and adds those the model is least sure of (docs/budget.md, <i>Extending a "
         "budget</i>).</p>",
     ]
     for (model, task, grid), grid_row in estimates.grids.groupby(["model", "task", "grid"], sort=True):

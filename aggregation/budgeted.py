@@ -318,7 +318,7 @@ def _few_outcome_items(cells: Cells) -> str | None:
     outcome (correct, or wrong) falls on fewer than ``FEW_OUTCOME_ITEMS`` items, else None. The
     crossed model's effects then rest on those few items, where an instruction's answer is more
     its own than the model's additive effects say, and the adaptive design's rounds (chosen by that
-    model) leave unobserved just the cells it is surest of (README, *Budgeted sweeps*).
+    model) leave unobserved just the cells it is surest of (docs/budget.md).
 
         >>> c = Cells(np.array([0, 0, 1, 1]), np.array([0, 1, 0, 2]), np.array([1., 0., 0., 0.]), 2, 12)
         >>> _few_outcome_items(c)

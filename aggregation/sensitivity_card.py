@@ -61,7 +61,7 @@ QUANTILE_KEYS = tuple(f"q{round(q * 100):02d}" for q in QUANTILES)
 
 @dataclass(frozen=True)
 class MeasureInfo:
-    """What a measure is: its title, unit, source and formula (the card's legend and the README's table)."""
+    """What a measure is: its title, unit, source and formula (the card's legend and the table of docs/aggregation.md)."""
 
     title: str
     unit: str

@@ -33,8 +33,7 @@ item's lean, so the unobserved cells are predicted from them in two stages:
    TweetEval Emotion zero-shot at 6%: s_u 0.75 after 30 rounds, 0.33 after 300, a fixed-point
    update straight to 0.03), and SDs near 0 would leave the instructions' and items' own
    deviations out of the intervals. The SDs are thus shrunk from 1 toward the maximum, 0.55-0.8
-   on those grids, and the estimator was validated with them as they are (README, *Budgeted
-   sweeps*).
+   on those grids, and the estimator was validated with them as they are (docs/budget.md).
 
 **Estimate.** As the crossed model's: observed cells as scored, the others predicted,
 
@@ -80,7 +79,7 @@ instructions alike but ANLI's method means 26 of 30 times (the clipping raised t
 methods near the floor); ``share_totals`` keeps both the total and the bounds.
 
 Measured on SmolLM2's full grids at 10% (balanced design, 10 seeds; ``benchmarks/budget_validation.py``),
-against the crossed item-response model on the same cells: see the README, *Budgeted sweeps*.
+against the crossed item-response model on the same cells: see docs/budget.md.
 
 Example (two labels, items 0-2 of label 0, items 3-5 of label 1; instruction 1 pulls toward label 0
 so hard that it answers 0 everywhere; each instruction's unseen items are predicted):

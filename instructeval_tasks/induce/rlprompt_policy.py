@@ -16,7 +16,7 @@ over the vocabulary and top-k sampling explores from there. ``top_k`` keeps the 
 logits (ties at the k-th value are kept, like RLPrompt's ``_top_k_logits``) and sets the rest to
 ``-inf``.
 
-Departures (written down in the README): the sampled token *ids* are fed back to the frozen LM
+Departures (written down in docs/banks.md, *RLPrompt banks*): the sampled token *ids* are fed back to the frozen LM
 (RLPrompt converts each token to a string and re-tokenises it); the tokenizer's special tokens
 are not actions (their logits are ``-inf``), since their text would change meaning when the prompt
 is tokenised again; every random draw uses the caller's ``torch.Generator``.

@@ -67,7 +67,7 @@ BALANCED_MIN_ITEMS = 5
 BALANCED_POWER = 0.5  # a method's share of the cells goes as (its instruction count) ** BALANCED_POWER
 DEFAULT_FULL_METHODS = ("null",)
 DESIGNS = ("uniform", "balanced", "adaptive")
-# The closest design at 10% on every validated grid (README, "Budgeted sweeps"); a folder begun with
+# The closest design at 10% on every validated grid (docs/budget-accuracy.md); a folder begun with
 # another design keeps it when the command names none (``Budget.resumed``).
 DEFAULT_DESIGN = "adaptive"
 ADAPTIVE_FIRST_SHARE = 0.5  # of the budget, dealt uniformly before the model chooses
@@ -456,7 +456,7 @@ def next_round_cells(
     against 1.10 / 0.73 / 0.33 unweighted, quantiles 1.08 / 0.76 / 0.39 against 1.11 / 0.81 / 0.38.)
     Deterministic: the same evaluated cells give the same next cells, so a resumed run re-derives
     them. Items every instruction seen so far answered alike get few cells, so an item the first
-    slice saw right each time may not be seen again (the crossed model's misses, README); a floor
+    slice saw right each time may not be seen again (the crossed model's misses, docs/budget.md); a floor
     of ``q_j (1 - q_j)`` on every cell's variance, ``q_j = (right_j + 1/2) / (seen_j + 1)`` its
     item's observed rate, re-checked such items but cost more than it gave: method-mean error on the
     five crossed-model validation grids 0.51 / 0.35 points at 5 / 10% against 0.55 / 0.42 with it
