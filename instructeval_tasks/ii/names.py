@@ -42,7 +42,7 @@ TASK_TO_ANSWERS = {
 
 # The released data of sentence_similarity has no ``possible_outputs`` field (the original's
 # prepare_for_execution.py raises KeyError on it); its answer is the single ``output``, which is
-# what the original would score if the field were present with one entry. docs/fidelity.md: departures.
+# what the original would score if the field were present with one entry. instructeval_tasks/instruction_induction/README.md: departures.
 ANSWER_FIELD_ABSENT_IN_DATA = ("sentence_similarity",)
 
 PREFIX = "ii_"
