@@ -266,16 +266,29 @@ def build_task(config: dict[str, Any], *, data_dir: str | None, user_instruction
     return InstructedHarnessTask(config=config)
 
 
-def scored_ids(task: Any, test_sample: int | None, seed: int) -> list[int] | None:
+def scored_ids(task: Any, test_sample: int | None, seed: int, name: str | None = None) -> list[int] | None:
     """The evaluation rows to score, ascending (None: every row): seeded, balanced over the gold answers
-    of a ``multiple_choice`` task, uniform otherwise."""
+    of a ``multiple_choice`` task, uniform otherwise. ``test_sample`` equal to the rows: every row.
+
+    Raises:
+        HarnessTaskError: a ``test_sample`` larger than the evaluation split, or one that cannot be
+            balanced over its gold answers (``name``: the harness task, for the message), as the nine
+            tasks refuse a test sample their eval split cannot give.
+    """
     docs = task.eval_docs
-    if test_sample is None or test_sample >= len(docs):
+    size = len(docs)
+    if test_sample is None or test_sample == size:
         return None
     labels = None
-    if task.OUTPUT_TYPE == "multiple_choice":
+    if task.OUTPUT_TYPE == "multiple_choice" and test_sample < size:
         labels = [_hashable(task.doc_to_target(doc)) for doc in docs]
-    return sorted(select_indices(labels, len(docs), test_sample, seed))
+    try:
+        return sorted(select_indices(labels, size, test_sample, seed))  # uniform: a sample larger than the rows fails
+    except ValueError as err:
+        raise HarnessTaskError(
+            f"{name or task.config.task}: test_sample={test_sample} (--test-sample, or the profile's) cannot be drawn "
+            f"from an eval split of {size} rows ({err}); use a smaller --test-sample"
+        ) from None
 
 
 def _hashable(value: Any) -> Any:

@@ -9,6 +9,9 @@ one harness task are evaluated in one harness call on the same items (``samples=
 saved as one results file, committed like a sweep chunk; a resumed sweep skips a harness task whose
 variants are all saved with the same fingerprint (task, n-shot, instruction, placement, items, data).
 
+A ``--test-sample`` larger than a task's evaluation split is refused at planning, as the nine
+tasks refuse it.
+
 Each variant's ``configs[<name>].metadata.harness`` records the harness task, the n-shot, the
 method, instruction id, sha and text, the placement, the items (``test_ids``: rows of the evaluation
 split, as the samples log's ``doc_id``), the data source and a ``replay`` command: for the null
@@ -210,11 +213,13 @@ def plan_harness(text: str, methods: list[str], bank: Any, *, instructions_per_m
         configs[ref.name] = cfg
         shot = ref.num_fewshot if ref.num_fewshot is not None else int(cfg.get("num_fewshot") or 0)
         identities[ref.name] = data_identity(ref.name, cfg, data_dir, zero_shot=shot == 0)
-        # the hub's dataset is loaded now, so that offline fails before the model loads; a budget needs the rows
-        if budget is not None or (not data_dir and not dry_run):
+        # the hub's dataset is loaded now, so that offline fails before the model loads; a budget needs the
+        # rows, and so does a test sample (one larger than the eval split is refused now, as for the nine tasks)
+        if budget is not None or (not data_dir and not dry_run) or (data_dir and test_sample is not None):
             with quiet_harness():  # the evaluation's notes about the task's config are printed once, there
                 stock_tasks[ref.name] = build_task(instructed_config(cfg, name=f"{ref.name}__plan", instruction="",
                                                                      num_fewshot=None, metadata={}), data_dir=data_dir)
+                scored_ids(stock_tasks[ref.name], test_sample, test_seed, ref.name)  # refuses a sample it cannot give
         for placement in placements:
             for method in methods:
                 for entry in entries_for(method, ref.name):
@@ -251,7 +256,7 @@ def _budget_cells(variants: list[HarnessVariant], task: Any, budget: Budget, *, 
     stock task built at plan time (its rows)."""
     if not variants:
         return
-    ids = scored_ids(task, test_sample, test_seed)
+    ids = scored_ids(task, test_sample, test_seed, variants[0].task)
     ids = list(range(len(task.eval_docs))) if ids is None else ids
     if task.OUTPUT_TYPE == "multiple_choice":  # balanced over the gold answers, as the items are
         docs = task.eval_docs
@@ -277,14 +282,21 @@ def _budget_cells(variants: list[HarnessVariant], task: Any, budget: Budget, *, 
 
 @contextlib.contextmanager
 def quiet_harness() -> Iterator[None]:
-    """lm-eval's warnings off for a while (as ``simple_evaluate(verbosity="ERROR")`` turns them off)."""
+    """lm-eval's warnings off for a while (as ``simple_evaluate(verbosity="ERROR")`` turns them off), and
+    ``datasets``' progress bars (a task's ``process_docs`` maps its rows)."""
+    from datasets.utils import logging as datasets_logging
+
     logger = logging.getLogger("lm_eval")
     level = logger.level
+    bars = datasets_logging.is_progress_bar_enabled()
     logger.setLevel(logging.ERROR)
+    datasets_logging.disable_progress_bar()
     try:
         yield
     finally:
         logger.setLevel(level)
+        if bars:
+            datasets_logging.enable_progress_bar()
 
 
 def budget_totals(variants: list[HarnessVariant], budget: Budget) -> dict[str, Any]:
@@ -437,7 +449,8 @@ def evaluate_harness_task(lm: Any, variants: list[HarnessVariant], stock_cfg: di
             task = build_task(cfg, data_dir=data_dir, user_instruction=variant.entry.text if placement == "chat-user" else "",
                               dataset=tasks[0].dataset if tasks else None, cells=cells)  # the task's rows, read once
         if not tasks:
-            ids = scored_ids(task, variant.metadata["harness"]["test_sample"], variant.metadata["harness"]["test_seed"])
+            ids = scored_ids(task, variant.metadata["harness"]["test_sample"], variant.metadata["harness"]["test_seed"],
+                             variant.task)
             if variant.test_ids is not None:  # a budget: its cells were drawn on the rows planned
                 planned_ids, ids = variant.test_ids, ids if ids is not None else list(range(len(task.eval_docs)))
                 if ids != planned_ids:

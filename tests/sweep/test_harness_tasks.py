@@ -239,6 +239,27 @@ def test_cli_errors_are_one_line(tmp_path, tiny_model_dir, harness_data):
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_a_test_sample_larger_than_the_eval_file_is_refused_as_the_nine_tasks_refuse_it(dry_run, tiny_model_dir,
+                                                                                      harness_data, tmp_path, capsys):
+    """The 8 HellaSwag rows cannot give 100 items: refused before the model loads (it scored the 8 rows)."""
+    from instructeval_tasks import cli
+
+    out = tmp_path / "out"
+    args = ["run", "--model", "hf", "--model_args", f"pretrained={tiny_model_dir}", "--harness-tasks", "hellaswag",
+            "--methods", "null", "--test-sample", "100", "--data-dir", str(harness_data), "--output", str(out),
+            "--device", "cpu", *(["--dry-run"] if dry_run else [])]
+    assert cli.main(args) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "instructeval: error: hellaswag: test_sample=100 (--test-sample, or the profile's) cannot be drawn from an eval "
+        "split of 8 rows (cannot sample 100 items from a split of 8); use a smaller --test-sample"]
+    assert not out.exists()
+    every = run_sweep(model="hf", model_args=f"pretrained={tiny_model_dir}", tasks=None, methods="null", output=out,
+                      profile="quick", overrides={"test_sample": 8}, data_dir=str(harness_data), progress=False,
+                      harness_tasks="hellaswag", dry_run=True)  # as many as the rows: every row, as before
+    assert every.planned == 1
+
+
 # ------------------------------------------------------------------------------------------ placements
 
 def test_chat_placements_put_the_instruction_in_the_system_or_the_first_user_turn(tiny_chat_model, harness_data, tmp_path):
