@@ -9,6 +9,12 @@ one harness task are evaluated in one harness call on the same items (``samples=
 saved as one results file, committed like a sweep chunk; a resumed sweep skips a harness task whose
 variants are all saved with the same fingerprint (task, n-shot, instruction, placement, items, data).
 
+Before that call every variant's requests, built as the call will build them, are measured against
+the model's window (``harness_window``): prompts the harness would cut from the left (the
+instruction first) are refused as the nine tasks' are, or with ``--allow-truncation`` run and
+recorded (``truncation`` in the variant's metadata); an answer longer than the window is refused
+either way.
+
 A ``--test-sample`` larger than a task's evaluation split is refused at planning, as the nine
 tasks refuse it.
 
@@ -71,6 +77,7 @@ from ..item_response import target_text
 from .adaptive import saved_rows
 from .budget import (BUDGET_KEY, Budget, BudgetRound, budget_record, extended_cells, grid_cells_of, next_round_cells,
                      round_record, round_target)
+from .harness_window import check_harness_window, record_truncation
 from .plan import fingerprint, sample_bank_entries
 
 DOC_IDS = "eval row"
@@ -470,6 +477,9 @@ def evaluate_harness_task(lm: Any, variants: list[HarnessVariant], stock_cfg: di
         chat_args = {"apply_chat_template": True}
         if multiturn is not None:
             chat_args["fewshot_as_multiturn"] = multiturn
+    for variant, task in zip(variants, tasks):  # prompts longer than the window: refused, or recorded (harness_window)
+        record_truncation(task, check_harness_window(task, lm, variant, samples=(samples or {}).get(variant.name),
+                                                     chat=chat_args, seed=FEWSHOT_SEED))
     results = lm_eval.simple_evaluate(model=lm, tasks=tasks, log_samples=log_samples, verbosity="ERROR",
                                       task_manager=object_task_manager(), fewshot_random_seed=FEWSHOT_SEED, samples=samples,
                                       **chat_args)

@@ -291,7 +291,8 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
         run_fp["data"].update({f"harness:{name}": ident for name, ident in identities.items()})
         for variant in harness:
             variant.metadata.update({**model_meta, "model_label": label,
-                                     RUN_FINGERPRINT_KEY: for_task(run_fp, f"harness:{variant.task}")})
+                                     RUN_FINGERPRINT_KEY: for_task(run_fp, f"harness:{variant.task}"),
+                                     **({ALLOW_TRUNCATION_KEY: True} if o.allow_truncation else {})})
 
 
     datasets.disable_progress_bars()  # one sweep bar, not one "Map" bar per variant
