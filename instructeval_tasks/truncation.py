@@ -162,6 +162,16 @@ def checked(task: Any, lm: Any) -> bool:
     return getattr(task, _CHECKED_ATTR, None) == id(lm)
 
 
+def recorded_cuts(task: Any) -> Mapping[str, Any] | None:
+    """The ``truncation`` record ``task`` already carries (a sweep's, which ran it with
+    ``--allow-truncation``), or None."""
+    record = getattr(task, "truncation", None)
+    if not record:
+        metadata = getattr(getattr(task, "config", None), "metadata", None)
+        record = metadata.get(TRUNCATION_KEY) if isinstance(metadata, Mapping) else None
+    return record if isinstance(record, Mapping) and record else None
+
+
 def record_cuts(task: Any, record: Mapping[str, Any]) -> None:
     """Put ``record`` where the results file keeps it: the task's config metadata (``truncation``),
     through ``InstructEvalTask.truncation`` for the nine tasks. A record already there (the sweep's)

@@ -16,15 +16,17 @@ it (``_encode_pair``; one prefix token for an empty context), a generation conte
 - A task is allowed by ``allow_truncation=True`` in ``--model_args`` (every task), or by
   ``allow_truncation: true`` in its own metadata (what a sweep run with ``--allow-truncation``
   sets). It runs, with a warning, and its record (``truncation`` in its config metadata: items cut
-  of how many, tokens cut per item, the instruction intact, partly cut or cut entirely) is written
-  into the results file, where ``instructeval aggregate`` warns about it.
+  of how many, tokens cut per item, the instruction intact, partly cut or cut entirely; doc ids as
+  the samples log gives them) is written into the results file, where ``instructeval aggregate``
+  warns about it. The instruction is an InstructEval task's (its description, or the head of the
+  first user turn), else the task's own description; the cut is taken to reach it first.
 - A request no setting can evaluate -- an answer longer than the window, or a ``max_gen_toks``
   that leaves no room for a prompt -- is refused even when truncation is allowed.
 
 Not measured: tasks the sweep has already checked against this model (``truncation.mark_checked``:
-``instructeval run`` refuses or records its variants itself); requests sent outside lm-eval's
-``evaluate`` (a direct ``lm.loglikelihood(...)``, as the induction methods make); rolling
-log-likelihoods (cut into windows by design); seq2seq models.
+``instructeval run`` refuses or records its variants itself) or whose cuts it has recorded;
+requests sent outside lm-eval's ``evaluate`` (a direct ``lm.loglikelihood(...)``, as the induction
+methods make); rolling log-likelihoods (cut into windows by design); seq2seq models.
 """
 
 from __future__ import annotations
@@ -35,8 +37,10 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from lm_eval.models.utils import normalize_gen_kwargs
+from lm_eval.utils import apply_template
 
-from ..truncation import ALLOW_TRUNCATION_KEY, TruncationError, checked, cut_record, cut_tokens, instruction_text, record_cuts
+from ..truncation import (ALLOW_TRUNCATION_KEY, TruncationError, checked, cut_record, cut_tokens, instruction_text,
+                          record_cuts, recorded_cuts)
 from .generation import context_ids
 
 log = logging.getLogger(__name__)
@@ -92,6 +96,20 @@ def allowed_by_task(task: Any) -> bool:
     return isinstance(metadata, Mapping) and _truthy(metadata.get(ALLOW_TRUNCATION_KEY, False))
 
 
+def task_instruction(task: Any, doc: Any) -> str:
+    """What heads ``task``'s prompts: an InstructEval task's instruction, else the task's description
+    (rendered for ``doc``, as the harness renders it per document); ``""`` for neither."""
+    if hasattr(task, "prompt_description"):  # InstructEvalTask: its instruction, whatever its placement
+        return instruction_text(task)
+    description = getattr(getattr(task, "config", None), "description", None)
+    if not isinstance(description, str) or not description.strip():
+        return ""
+    try:
+        return apply_template(description, doc if isinstance(doc, dict) else {})
+    except Exception:  # a template that needs more than the document: its text as written
+        return description
+
+
 def measure_task(lm: Any, task: Any) -> tuple[dict[str, Any] | None, str | None]:
     """``(record, unfit)`` of ``task``'s built requests on ``lm``: the ``truncation`` record of the cut
     ones (None: nothing cut), and why a request cannot be evaluated at any setting (None: all can)."""
@@ -100,11 +118,14 @@ def measure_task(lm: Any, task: Any) -> tuple[dict[str, Any] | None, str | None]
     docs: set[int] = set()
     longest: tuple[int, Any] = (0, None)
     unfit: str | None = None
+    first_doc: Any = None
     context_tokens: dict[str, int] = {}  # generation contexts (a doc's requests share one)
     for instance in task.instances:
         if instance.request_type not in MEASURED:
             continue
         doc = instance.doc_id
+        if first_doc is None:
+            first_doc = instance.doc
         docs.add(doc)
         context = instance.args[0]
         if instance.request_type == "loglikelihood":
@@ -135,7 +156,7 @@ def measure_task(lm: Any, task: Any) -> tuple[dict[str, Any] | None, str | None]
             cuts[doc] = cut
     if not cuts:
         return None, unfit
-    instruction = instruction_text(task)
+    instruction = task_instruction(task, first_doc)
     instruction_tokens = len(lm.tok_encode(instruction)) if instruction.strip() else 0
     return cut_record(window, dict(sorted(cuts.items())), of=len(docs), longest=longest,
                       instruction_tokens=instruction_tokens), unfit
@@ -175,8 +196,8 @@ def check_evaluation(lm: Any) -> None:
         return
     measured: list[tuple[str, Any, dict[str, Any]]] = []
     for name, task in tasks.items():
-        if checked(task, lm) or not getattr(task, "instances", None):
-            continue
+        if checked(task, lm) or recorded_cuts(task) or not getattr(task, "instances", None):
+            continue  # the sweep measured it (and recorded its cuts); or nothing to measure
         record, unfit = measure_task(lm, task)
         if unfit:
             _stop(f"instructeval-hf: task {name}: {unfit}")

@@ -165,3 +165,27 @@ def test_a_sweep_checks_its_variants_once(tmp_path, tiny_model_dir, tiny_data_di
     assert report.evaluated == 1
     (meta,) = [c["metadata"] for c in json.loads(next(out.rglob("results_*.json")).read_text())["configs"].values()]
     assert meta["truncation"]["window"] == 24 and meta["truncation"]["items"] > 0
+
+
+def test_a_stock_tasks_description_is_the_instruction_it_records(tmp_path, tiny_model_dir):
+    """A task that is not InstructEval's: its (rendered) description heads the prompt, and is what the cut reaches."""
+    from lm_eval.api.task import ConfigurableTask
+
+    from instructeval_tasks.backend import InstructEvalHFLM
+
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(json.dumps({"subject": "news", "text": f"Story number {i} about the markets today.", "label": i % 2})
+                            + "\n" for i in range(4)))
+    config = {"task": "stock_like", "dataset_path": "json", "dataset_kwargs": {"data_files": {"test": str(rows)}},
+              "test_split": "test", "output_type": "multiple_choice",
+              "description": "Below is a story about {{subject}}; say whether it is good news or bad news.\n\n",
+              "doc_to_text": "{{text}}\nAnswer:", "doc_to_choice": ["good", "bad"], "doc_to_target": "label",
+              "metric_list": [{"metric": "acc"}]}
+    lm = InstructEvalHFLM(pretrained=str(tiny_model_dir), dtype="float32", device="cpu", batch_size=4, max_length=24,
+                          allow_truncation=True)
+    record = _evaluate(lm, ConfigurableTask(config=config))["configs"]["stock_like"]["metadata"]["truncation"]
+    described = "Below is a story about news; say whether it is good news or bad news.\n\n"
+    assert record["instruction_tokens"] == len(lm.tok_encode(described)) > 0
+    assert record["of"] == 4 and record["items"] == len(record["cut"]) > 0
+    for _, cut, fate in record["cut"]:
+        assert fate == ("partly cut" if cut < record["instruction_tokens"] else "cut entirely")
