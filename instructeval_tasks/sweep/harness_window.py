@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from .window import ALLOW_TRUNCATION_KEY, TRUNCATION_KEY, TruncationError, cut_tokens
+from ..truncation import ALLOW_TRUNCATION_KEY, TRUNCATION_KEY, TruncationError, cut_tokens, mark_checked
 
 # Encoding a pair as one string takes at most this many tokens more than encoding its parts apart
 # (a special token each, a merge across the join); below the window by this much, the exact
@@ -153,7 +153,8 @@ def built_requests(task: Any, lm: Any, *, samples: list[int] | None, chat: Mappi
 def check_harness_window(task: Any, lm: Any, variant: Any, *, samples: list[int] | None, chat: Mapping[str, Any],
                          seed: int) -> dict[str, Any] | None:
     """Measure ``variant``'s (a ``HarnessVariant``) built ``task`` (module docstring); refuse what does
-    not fit unless the variant allows truncation, then return the record (None: nothing cut).
+    not fit unless the variant allows truncation, then return the record (None: nothing cut). A task
+    cleared here is marked (``truncation.mark_checked``): ``instructeval-hf`` does not measure it again.
 
     Raises:
         TruncationError: a cut request without ``allow_truncation``; a request no window setting can
@@ -183,6 +184,7 @@ def check_harness_window(task: Any, lm: Any, variant: Any, *, samples: list[int]
             f"harness would cut them from the left, {head}. Shorten the instruction or the demos (fewer shots: "
             f"--harness-tasks {variant.task}:K), raise the window (max_length= in --model_args) if the model allows "
             f"it, or pass --allow-truncation to run anyway and record what was cut")
+    mark_checked(task, lm)  # cleared: the instructeval-hf backend does not measure it again
     return record
 
 
