@@ -38,9 +38,17 @@ agreement), ``samples`` (per-item matrices, worst case), ``per_instruction``,
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+from instructeval_tasks.lazy import lazy_exports
 
 from .issues import AggregationError, Issue
+
+if TYPE_CHECKING:  # read on first use (``instructeval_tasks.lazy``): the package imports no pandas
+    from .loading import load_runs
+    from .pipeline import AggregateOptions, Aggregates, aggregate
+    from .records import RunSet
+    from .report import write_report
 
 __all__ = [
     "AggregateOptions",
@@ -53,21 +61,4 @@ __all__ = [
     "write_report",
 ]
 
-_LAZY = {
-    "AggregateOptions": "pipeline",
-    "Aggregates": "pipeline",
-    "aggregate": "pipeline",
-    "RunSet": "records",
-    "load_runs": "loading",
-    "write_report": "report",
-}
-
-
-def __getattr__(name: str) -> Any:
-    """Import the heavy modules (pandas, numpy) only when their names are used."""
-    if name in _LAZY:
-        import importlib
-
-        module = importlib.import_module(f".{_LAZY[name]}", __name__)
-        return getattr(module, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__)

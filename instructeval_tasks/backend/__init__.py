@@ -61,23 +61,16 @@ placeholder when the harness's registry is imported (see its docstring for the `
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
-MODEL_NAME = "instructeval-hf"
+from ..lazy import lazy_exports
+from .names import MODEL_NAME
 
-_LAZY = {
-    "InstructEvalHFLM": "model",
-    "DEFAULT_MAX_KV_MEMORY": "model",
-    "TreeEvaluator": "evaluator",
-    "ForwardSpec": "evaluator",
-    "PrefixTree": "tree",
-    "Node": "tree",
-}
+if TYPE_CHECKING:  # read on first use (``instructeval_tasks.lazy``): the package itself imports no torch
+    from .evaluator import ForwardSpec, TreeEvaluator
+    from .model import DEFAULT_MAX_KV_MEMORY, InstructEvalHFLM
+    from .tree import Node, PrefixTree
 
+__all__ = ["DEFAULT_MAX_KV_MEMORY", "MODEL_NAME", "ForwardSpec", "InstructEvalHFLM", "Node", "PrefixTree", "TreeEvaluator"]
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__)

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import sys
 
-from . import MODEL_NAME  # the one definition: the package, which imports nothing heavy
+from .names import MODEL_NAME  # the one definition, in a module that imports nothing
 
 TARGET = "instructeval_tasks.backend:InstructEvalHFLM"  # the package resolves it lazily
 _REGISTRY_MODULE = "lm_eval.api.registry"

@@ -21,7 +21,7 @@ from lm_eval.models.utils import handle_stop_sequences, normalize_gen_kwargs
 from tqdm import tqdm
 
 from ..errors import UserError
-from . import MODEL_NAME
+from .names import MODEL_NAME
 from .evaluator import ForwardSpec, TreeEvaluator
 from .generation import TreeGreedyGeneration, greedy_unsupported
 from .kv import cache_argument, cache_tensors, make_cache, output_cache, parse_bytes

@@ -1,7 +1,8 @@
 """One-process sweeps: every (task, method, instruction, setting) variant for one model.
 
-The names below load their module on first use, so that importing a light submodule (the
-executor registry, the leaderboard map) does not import the whole sweep and the harness.
+The names below load their module on first use (``instructeval_tasks.lazy``), so that importing a
+light submodule (the executor registry, the leaderboard map) does not import the whole sweep and
+the harness.
 
 Example:
     >>> from instructeval_tasks.sweep import run_sweep, PROFILES
@@ -11,21 +12,20 @@ Example:
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from typing import TYPE_CHECKING
 
-_LAZY = {
-    "SCORING_VERSION": "identity", "run_fingerprint": "identity",
-    "RUN_LOCK": "lock", "STORE_LOCK": "lock", "OutputLocked": "lock", "RunLock": "lock", "shard_lock_name": "lock",
-    "Variant": "plan", "build_plan": "plan",
-    "PROFILES": "profiles", "SETTINGS": "profiles", "Profile": "profiles", "get_profile": "profiles",
-    "SweepReport": "runner", "run_sweep": "runner", "SweepOptions": "sweep_options",
-}
+from ..lazy import lazy_exports
 
-__all__ = sorted(_LAZY)
+if TYPE_CHECKING:  # read on first use (``instructeval_tasks.lazy``)
+    from .identity import SCORING_VERSION, run_fingerprint
+    from .lock import RUN_LOCK, STORE_LOCK, OutputLocked, RunLock, shard_lock_name
+    from .plan import Variant, build_plan
+    from .profiles import PROFILES, SETTINGS, Profile, get_profile
+    from .runner import SweepReport, run_sweep
+    from .sweep_options import SweepOptions
 
+__all__ = ["PROFILES", "RUN_LOCK", "SCORING_VERSION", "SETTINGS", "STORE_LOCK", "OutputLocked", "Profile", "RunLock",
+           "SweepOptions", "SweepReport", "Variant", "build_plan", "get_profile", "run_fingerprint", "run_sweep",
+           "shard_lock_name"]
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__)
