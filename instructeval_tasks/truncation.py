@@ -28,13 +28,11 @@ Example:
     5
     >>> cut_tokens("generate_until", prompt_tokens=70, window=64, max_gen_toks=10)
     16
-    >>> cut_record(64, {3: 5}, of=10, longest=(70, 3), instruction_tokens=12)["cut"]
-    [[3, 5, 'partly cut']]
 """
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from .errors import UserError
 
@@ -54,11 +52,24 @@ def cut_tokens(request_type: str, *, prompt_tokens: int, window: int, max_gen_to
     return max(0, prompt_tokens - 1 - window)
 
 
-def instruction_fate(cut: int, instruction_tokens: int) -> str:
-    """``"intact"``, ``"partly cut"`` or ``"cut entirely"``: what a left cut of ``cut`` tokens leaves of the instruction."""
-    if not instruction_tokens:
+def instruction_fate(context: str, cut: int, instruction: str, instruction_tokens: int, encode: Callable[[str], Any]) -> str:
+    """What a left cut of ``cut`` tokens leaves of ``instruction`` in ``context``: ``"intact"``,
+    ``"partly cut"`` or ``"cut entirely"``. The instruction's place is counted in tokens where it is
+    found in the context (a chat template's header before it), else it is taken to open the prompt.
+
+    Example:
+        >>> fate = lambda cut: instruction_fate("ab cd", cut, "ab", 2, list)
+        >>> fate(0), fate(1), fate(2)
+        ('intact', 'partly cut', 'cut entirely')
+    """
+    if not instruction_tokens or cut <= 0:
         return "intact"
-    return "partly cut" if cut < instruction_tokens else "cut entirely"
+    start = context.find(instruction)
+    before, through = 0, instruction_tokens
+    if start >= 0:
+        before = len(encode(context[:start])) if start else 0
+        through = len(encode(context[:start + len(instruction)]))
+    return "intact" if cut <= before else "cut entirely" if cut >= through else "partly cut"
 
 
 def instruction_text(task: Any) -> str:
@@ -67,88 +78,144 @@ def instruction_text(task: Any) -> str:
     return getattr(task, "_user_instruction", "") or getattr(task, "prompt_description", "") or ""
 
 
-def cut_record(window: int, cuts: Mapping[int, int], *, of: int, longest: tuple[int, Any],
-               instruction_tokens: int) -> dict[str, Any] | None:
-    """The record (module docstring) of ``cuts`` (doc id -> the most tokens cut from one of its
-    requests; docs without a cut left out) among ``of`` docs; None when nothing is cut."""
-    cut = [[doc, tokens, instruction_fate(tokens, instruction_tokens)] for doc, tokens in cuts.items() if tokens]
-    if not cut:
-        return None
-    return {
-        "window": window,
-        "items": len(cut),
-        "of": of,
-        "longest": {"tokens": longest[0], "doc_id": longest[1]},
-        "instruction_tokens": instruction_tokens,
-        "instruction_cut": sum(1 for _, _, fate in cut if fate != "intact"),
-        "cut": cut,
-    }
-
-
-def _pair_tokens(lm: Any, context: str, continuation: str) -> int:
-    """The tokens of a loglikelihood request as the backend encodes it (``_encode_pair``)."""
-    encode_pair = getattr(lm, "_encode_pair", None)
-    if encode_pair is not None:
-        ctx, cont = encode_pair(context, continuation)
-    else:
-        ctx, cont = lm.tok_encode(context), lm.tok_encode(continuation)
-    return len(ctx) + len(cont)
-
-
 # Encoding a pair as one string never takes more tokens than encoding its parts apart, plus this
 # margin (a special token each, a merge across the join); below it the exact count is not needed.
 _MARGIN = 4
 
+# lm-eval's aliases of the generation length, first found wins (``normalize_gen_kwargs``).
+_GEN_LENGTH_KEYS = ("max_gen_toks", "max_new_tokens", "max_tokens", "max_completion_tokens")
 
-def measure(task: Any, lm: Any, doc_ids: Sequence[int] | None = None, *, chat: dict[str, Any] | None = None) -> dict[str, Any] | None:
-    """Every request of ``task``'s docs (``doc_ids``: positions in its eval docs; all by default)
-    measured against ``lm``'s window, the prompts built as the harness will build them: the record
-    of the cut ones (module docstring), or None when nothing is cut or the backend cannot be
-    measured (no ``max_length`` and ``tok_encode``: API models).
 
-    ``chat``: ``simple_evaluate``'s chat keywords (a chat placement), the prompt built as it will be.
+def max_gen_toks(gen_kwargs: Mapping[str, Any], default: int) -> int:
+    """The tokens a generation request may generate, as lm-eval's ``normalize_gen_kwargs`` reads them.
+
+    Example:
+        >>> max_gen_toks({"until": ["\\n"], "max_new_tokens": 32}, 256), max_gen_toks({}, 256)
+        (32, 256)
+    """
+    return int(next((gen_kwargs[key] for key in _GEN_LENGTH_KEYS if gen_kwargs.get(key) is not None), default))
+
+
+def measure_requests(lm: Any, requests: Sequence[Any], *, instruction: str = "", rows: Sequence[int] | None = None,
+                     context_length: Callable[[str], int] | None = None
+                     ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """``(record, unfit)`` of built requests (lm-eval ``Instance``s) on ``lm``: the record (module
+    docstring) of the cut ones (None: nothing cut, or a backend that cannot be measured: no
+    ``max_length`` and ``tok_encode``), and the first request no window setting can evaluate
+    (``{"doc_id", "answer_tokens"}`` or ``{"doc_id", "max_gen_toks"}``; None: every one can).
+
+    ``rows``: the ``samples`` the requests were built on (a request's ``doc_id`` is its position
+    there), so that the record's doc ids are the rows, as the samples log gives them.
+    ``context_length``: a generation context's tokens as the backend encodes it (default
+    ``len(lm.tok_encode(context))``). A loglikelihood request counts as the backend's
+    ``_encode_pair`` encodes it (one prefix token for an empty context).
     """
     window = getattr(lm, "max_length", None)
     if not isinstance(window, int) or not hasattr(lm, "tok_encode"):
-        return None
+        return None, None
+    encode = lm.tok_encode
+    context_length = context_length or (lambda context: len(encode(context)))
+    default_gen = int(getattr(lm, "max_gen_toks", 256) or 256)
+    context_tokens: dict[tuple[str, str], int] = {}  # the requests of a doc share their context
+    worst: dict[Any, tuple[int, str]] = {}  # doc -> (most tokens cut from one of its requests, that context)
+    docs: set[Any] = set()
+    longest: tuple[int, Any] = (0, None)
+    unfit: dict[str, Any] | None = None
+    for request in requests:
+        if request.request_type not in ("loglikelihood", "generate_until"):
+            continue  # rolling log-likelihoods are cut into windows by design
+        doc, context = request.doc_id if rows is None else rows[request.doc_id], request.args[0]
+        docs.add(doc)
+        if request.request_type == "generate_until":
+            key = ("generate_until", context)
+            if key not in context_tokens:
+                context_tokens[key] = context_length(context)
+            gen_kwargs = request.args[1] if len(request.args) > 1 and isinstance(request.args[1], Mapping) else {}
+            max_gen = max_gen_toks(gen_kwargs, default_gen)
+            if max_gen >= window and unfit is None:
+                unfit = {"doc_id": doc, "max_gen_toks": max_gen}
+            tokens = context_tokens[key]
+            cut = cut_tokens("generate_until", prompt_tokens=tokens, window=window, max_gen_toks=max_gen)
+        else:
+            key = ("loglikelihood", context)
+            if key not in context_tokens:
+                context_tokens[key] = len(encode(context)) if context else 1  # an empty context: one prefix token
+            answer = request.args[1]
+            answer_tokens = len(encode(answer))
+            tokens = context_tokens[key] + answer_tokens + _MARGIN
+            if tokens - 1 > window or answer_tokens + _MARGIN > window:  # near the window: the exact count
+                encode_pair = getattr(lm, "_encode_pair", None)
+                if context and encode_pair is not None:
+                    context_ids, answer_ids = encode_pair(context, answer)
+                    tokens, answer_tokens = len(context_ids) + len(answer_ids), len(answer_ids)
+                else:
+                    tokens = context_tokens[key] + answer_tokens
+                if answer_tokens > window and unfit is None:
+                    unfit = {"doc_id": doc, "answer_tokens": answer_tokens}
+            cut = cut_tokens("loglikelihood", prompt_tokens=tokens, window=window)
+        if tokens > longest[0]:
+            longest = (tokens, doc)
+        if cut > worst.get(doc, (0, ""))[0]:
+            worst[doc] = (cut, context)
+    if not worst:
+        return None, unfit
+    instruction_tokens = len(encode(instruction)) if instruction.strip() else 0
+    cuts = [[doc, cut, instruction_fate(context, cut, instruction, instruction_tokens, encode)]
+            for doc, (cut, context) in sorted(worst.items())]
+    record = {
+        "window": window,
+        "items": len(cuts),
+        "of": len(docs),
+        "longest": {"tokens": longest[0], "doc_id": longest[1]},
+        "instruction_tokens": instruction_tokens,
+        "instruction_cut": sum(1 for _, _, fate in cuts if fate != "intact"),
+        "cut": cuts,
+    }
+    return record, unfit
+
+
+def unfit_reason(unfit: Mapping[str, Any], window: int, *, item: str = "item") -> str:
+    """Why the request ``unfit`` (from :func:`measure_requests`) cannot be evaluated at any setting.
+
+    Example:
+        >>> unfit_reason({"doc_id": 3, "answer_tokens": 51}, 48)
+        "the answer of item 3 alone has 51 tokens, more than the model's window of 48"
+    """
+    if "answer_tokens" in unfit:
+        return (f"the answer of {item} {unfit['doc_id']} alone has {unfit['answer_tokens']} tokens, more than the "
+                f"model's window of {window}")
+    return (f"max_gen_toks={unfit['max_gen_toks']} (the task's generation_kwargs, else max_gen_toks= in --model_args) "
+            f"leaves no room for a prompt in the model's window of {window} tokens")
+
+
+def measure_all(task: Any, lm: Any, doc_ids: Sequence[int] | None = None, *, chat: dict[str, Any] | None = None
+                ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """``(record, unfit)`` (:func:`measure_requests`) of every request of ``task``'s docs (``doc_ids``:
+    positions in its eval docs; all by default), the prompts built as the harness will build them
+    (``chat``: ``simple_evaluate``'s chat keywords, a chat placement)."""
     docs = task.eval_docs  # read once (a property); a budgeted variant's few rows are read alone
     positions = range(len(docs)) if doc_ids is None else doc_ids
     k = int(task.config.num_fewshot or 0)
-    description = instruction_text(task)
-    instruction_tokens = len(lm.tok_encode(description)) if description.strip() else 0
-    default_gen = int(getattr(lm, "max_gen_toks", 256) or 256)
     chat_kwargs: dict[str, Any] = {}
     if chat and chat.get("apply_chat_template"):
         chat_kwargs = {"apply_chat_template": True, "fewshot_as_multiturn": bool(chat.get("fewshot_as_multiturn")),
                        "chat_template": lm.apply_chat_template}
-    cuts: dict[int, int] = {}
-    longest = (0, None)
+    requests: list[Any] = []
     for position in positions:
         doc = docs[position]
         context = task.fewshot_context(doc, k, **chat_kwargs)
-        requests = task.construct_requests(doc, context, metadata=(task.config.task, position, 1))
-        requests = requests if isinstance(requests, list) else [requests]
-        worst = 0
-        context_tokens: dict[str, int] = {}  # the requests of a doc share their context
-        for request in requests:
-            context = request.args[0]
-            if context not in context_tokens:
-                context_tokens[context] = len(lm.tok_encode(context))
-            if request.request_type == "generate_until":
-                gen_kwargs = request.args[1] if len(request.args) > 1 and isinstance(request.args[1], dict) else {}
-                tokens = context_tokens[context]
-                cut = cut_tokens("generate_until", prompt_tokens=tokens, window=window,
-                                 max_gen_toks=int(gen_kwargs.get("max_gen_toks", default_gen)))
-            else:
-                bound = context_tokens[context] + len(lm.tok_encode(request.args[1])) + _MARGIN
-                tokens = bound if bound - 1 <= window else _pair_tokens(lm, context, request.args[1])
-                cut = cut_tokens("loglikelihood", prompt_tokens=tokens, window=window)
-            if tokens > longest[0]:
-                longest = (tokens, position)
-            worst = max(worst, cut)
-        if worst:
-            cuts[position] = worst
-    return cut_record(window, cuts, of=len(positions), longest=longest, instruction_tokens=instruction_tokens)
+        built = task.construct_requests(doc, context, metadata=(task.config.task, position, 1))
+        requests.extend(built if isinstance(built, list) else [built])
+    record, unfit = measure_requests(lm, requests, instruction=instruction_text(task))
+    if record is not None:
+        record["of"] = len(positions)  # every doc measured, whether or not it sent a measured request
+    return record, unfit
+
+
+def measure(task: Any, lm: Any, doc_ids: Sequence[int] | None = None, *, chat: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """The record of :func:`measure_all` (the cut requests of ``task``'s docs), or None when nothing is
+    cut or the backend cannot be measured."""
+    return measure_all(task, lm, doc_ids, chat=chat)[0]
 
 
 def mark_checked(task: Any, lm: Any) -> None:

@@ -7,7 +7,7 @@ still credits the instruction with the score. At the first request call (``logli
 (their ``Instance`` objects are all built by then) is measured with this model's own encoding, by
 the rules of ``instructeval_tasks.truncation``: a loglikelihood request as ``loglikelihood`` encodes
 it (``_encode_pair``; one prefix token for an empty context), a generation context as
-``tok_batch_encode`` encodes it, with the ``max_gen_toks`` that ``normalize_gen_kwargs`` reads.
+``tok_batch_encode`` encodes it, with the ``max_gen_toks`` that lm-eval's ``normalize_gen_kwargs`` reads.
 
 - A task with a cut request is refused (:class:`~instructeval_tasks.truncation.TruncationError`:
   the task, how many of its prompts are cut, the longest, the window and the fix). Under the
@@ -36,11 +36,10 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping
 
-from lm_eval.models.utils import normalize_gen_kwargs
 from lm_eval.utils import apply_template
 
-from ..truncation import (ALLOW_TRUNCATION_KEY, TruncationError, checked, cut_record, cut_tokens, instruction_text,
-                          record_cuts, recorded_cuts)
+from ..truncation import (ALLOW_TRUNCATION_KEY, TruncationError, checked, instruction_text, measure_requests,
+                          record_cuts, recorded_cuts, unfit_reason)
 from .generation import context_ids
 
 log = logging.getLogger(__name__)
@@ -113,53 +112,15 @@ def task_instruction(task: Any, doc: Any) -> str:
 def measure_task(lm: Any, task: Any) -> tuple[dict[str, Any] | None, str | None]:
     """``(record, unfit)`` of ``task``'s built requests on ``lm``: the ``truncation`` record of the cut
     ones (None: nothing cut), and why a request cannot be evaluated at any setting (None: all can)."""
-    window = int(lm.max_length)
-    cuts: dict[int, int] = {}
-    docs: set[int] = set()
-    longest: tuple[int, Any] = (0, None)
-    unfit: str | None = None
-    first_doc: Any = None
-    context_tokens: dict[str, int] = {}  # generation contexts (a doc's requests share one)
-    for instance in task.instances:
-        if instance.request_type not in MEASURED:
-            continue
-        doc = instance.doc_id
-        if first_doc is None:
-            first_doc = instance.doc
-        docs.add(doc)
-        context = instance.args[0]
-        if instance.request_type == "loglikelihood":
-            continuation = instance.args[1]
-            if context == "":
-                n_context, n_answer = 1, len(lm.tok_encode(continuation))
-            else:
-                encoded_context, encoded_answer = lm._encode_pair(context, continuation)
-                n_context, n_answer = len(encoded_context), len(encoded_answer)
-            tokens = n_context + n_answer
-            cut = cut_tokens("loglikelihood", prompt_tokens=tokens, window=window)
-            if n_answer > window and unfit is None:
-                unfit = (f"item {doc}'s answer alone has {n_answer} tokens, more than the window of {window}; raise the "
-                         f"window (max_length= in --model_args) if the model allows it, or leave this task out")
-        else:
-            gen_kwargs = instance.args[1] if len(instance.args) > 1 and isinstance(instance.args[1], dict) else {}
-            max_gen_toks = int(normalize_gen_kwargs(dict(gen_kwargs), lm.max_gen_toks)["max_gen_toks"])
-            if max_gen_toks >= window and unfit is None:
-                unfit = (f"max_gen_toks={max_gen_toks} leaves no room for a prompt in the window of {window} tokens; "
-                         f"raise the window (max_length= in --model_args) or lower max_gen_toks (--gen_kwargs)")
-            if context not in context_tokens:
-                context_tokens[context] = len(context_ids(lm, context))
-            tokens = context_tokens[context]
-            cut = cut_tokens("generate_until", prompt_tokens=tokens, window=window, max_gen_toks=max_gen_toks)
-        if tokens > longest[0]:
-            longest = (tokens, doc)
-        if cut > cuts.get(doc, 0):
-            cuts[doc] = cut
-    if not cuts:
-        return None, unfit
-    instruction = task_instruction(task, first_doc)
-    instruction_tokens = len(lm.tok_encode(instruction)) if instruction.strip() else 0
-    return cut_record(window, dict(sorted(cuts.items())), of=len(docs), longest=longest,
-                      instruction_tokens=instruction_tokens), unfit
+    instances = [instance for instance in task.instances if instance.request_type in MEASURED]
+    if not instances:
+        return None, None
+    record, unfit = measure_requests(lm, instances, instruction=task_instruction(task, instances[0].doc),
+                                     context_length=lambda context: len(context_ids(lm, context)))
+    if unfit is None:
+        return record, None
+    return record, (f"{unfit_reason(unfit, lm.max_length)}; raise the window (max_length= in --model_args) if the "
+                    f"model allows it, or leave this task out")
 
 
 def _refusal(name: str, record: Mapping[str, Any], others: list[str]) -> str:

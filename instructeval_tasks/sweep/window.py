@@ -27,15 +27,27 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..truncation import ALLOW_TRUNCATION_KEY, TRUNCATION_KEY, TruncationError, cut_tokens, mark_checked, measure
+from ..truncation import (ALLOW_TRUNCATION_KEY, TRUNCATION_KEY, TruncationError, cut_tokens, mark_checked, measure,
+                          measure_all, unfit_reason)
 
 __all__ = ["ALLOW_TRUNCATION_KEY", "TRUNCATION_KEY", "TruncationError", "check_window", "cut_tokens", "measure"]
 
 
 def check_window(task: Any, lm: Any, variant: str, *, allow: bool, doc_ids: Sequence[int] | None = None,
                  chat: dict[str, Any] | None = None) -> dict[str, Any] | None:
-    """``measure``, refusing a variant with a cut request unless ``allow`` (then the record is returned)."""
-    record = measure(task, lm, doc_ids, chat=chat)
+    """``measure``, refusing a variant with a cut request unless ``allow`` (then the record is returned).
+
+    Raises:
+        TruncationError: a cut request without ``allow``; a request no window setting can evaluate
+            (an answer longer than the window, a ``max_gen_toks`` that leaves no room for a prompt),
+            whatever ``allow`` says.
+    """
+    record, unfit = measure_all(task, lm, doc_ids, chat=chat)
+    if unfit is not None:
+        raise TruncationError(
+            f"{variant}: {unfit_reason(unfit, lm.max_length)}, so the harness cannot evaluate it, even with "
+            f"--allow-truncation; raise the window (max_length= in --model_args) if the model allows it, or leave this "
+            f"task out")
     if record is not None and not allow:
         longest = record["longest"]
         raise TruncationError(

@@ -107,3 +107,18 @@ def test_generation_prompts_are_measured_against_the_window_minus_the_generated_
         return
     record = check_window(task, lm, "v", allow=True)
     assert {doc: cut for doc, cut, _ in record["cut"]} == expected
+
+
+@pytest.mark.parametrize("allow", [False, True])
+def test_a_window_no_prompt_fits_is_refused_even_with_allow_truncation(allow, tmp_path, tiny_model_dir, tiny_data_dir, capsys):
+    """max_length=8 leaves no room beside nq_open's max_gen_toks of 10: lm-eval would stop on an
+    AssertionError, so the sweep refuses it in one line whatever --allow-truncation says."""
+    out = tmp_path / "out"
+    args = ["run", "--model", "hf", "--model_args", f"pretrained={tiny_model_dir},max_length=8", "--tasks", "nq_open",
+            "--methods", "generic", "--instructions-per-method", "1", "--settings", "zero_shot", "--test-sample", "4",
+            "--data-dir", str(tiny_data_dir), "--output", str(out), "--device", "cpu"] + (["--allow-truncation"] if allow else [])
+    assert cli.main(args) == 2
+    line = [x for x in capsys.readouterr().err.splitlines() if x.startswith("instructeval: error:")]
+    assert len(line) == 1
+    assert "max_gen_toks=10" in line[0] and "window of 8 tokens" in line[0] and "even with --allow-truncation" in line[0]
+    assert not out.exists()
