@@ -336,7 +336,8 @@ def evaluate_job(
     task's, ``harness_runs.HarnessJob``) evaluates itself.
     """
     if hasattr(job, "evaluate_with"):
-        results, samples = job.evaluate_with(lm, spec, log_samples=log_samples, on_variant=on_variant)
+        with environment_info_once():  # its environment record and git hash as a chunk's: once, quietly
+            results, samples = job.evaluate_with(lm, spec, log_samples=log_samples, on_variant=on_variant)
     else:
         results, samples = evaluate_chunk(lm, job.variants, profile, job.metadata, bases, log_samples=log_samples,
                                           on_variant=on_variant)
