@@ -14,6 +14,18 @@ def _int_list(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(f"{text!r} is not a comma list of integers, e.g. 0,1,2") from None
 
 
+def _wait_seconds(text: str) -> float:
+    """``--wait-lock SECONDS``: a number >= 0 (the option alone waits without limit)."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = float("nan")
+    if not seconds >= 0:  # negative or not a number
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds >= 0; give e.g. --wait-lock 600, "
+                                         "or --wait-lock alone to wait without limit")
+    return seconds
+
+
 def _str_list(text: str) -> list[str]:
     return [x.strip() for x in text.split(",") if x.strip()]
 
@@ -59,7 +71,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--allow-truncation", dest="allow_truncation", action="store_true",
                         help="run variants whose prompts exceed the model's window (refused by default: the harness cuts "
                              "them from the left, instruction first) and record per item what was cut")
-    parser.add_argument("--wait-lock", dest="wait_lock", nargs="?", type=float, const=-1.0, default=None, metavar="SECONDS",
+    parser.add_argument("--wait-lock", dest="wait_lock", nargs="?", type=_wait_seconds, const=-1.0, default=None, metavar="SECONDS",
                         help="when another run holds <output>/<label>/.instructeval.lock, wait for it (up to SECONDS, "
                              "default without limit) instead of stopping at once")
     scale = parser.add_argument_group("scaling out (see the README's 'Scaling out')")

@@ -42,7 +42,8 @@ class SweepOptions:
         log_samples: write per-item samples (the aggregation's bootstrap and budget need them).
         dry_run: plan and check everything, print what would run, write nothing.
         progress: show the progress bar.
-        lock_wait: seconds to wait for another run holding the output's lock (``None``: refuse at once).
+        lock_wait: seconds to wait for another run holding the output's lock (``None`` or 0: refuse at
+            once; a negative number: without limit, what ``--wait-lock`` alone asks).
         executor: who evaluates the chunks (``sweep.executor_registry.EXECUTORS``: ``local``, ``ray``).
         workers: Ray actors (``executor="ray"``).
         ray_address: Ray cluster to join (default: a local one).
