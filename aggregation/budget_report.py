@@ -13,7 +13,9 @@ from typing import Callable, Mapping
 import numpy as np
 import pandas as pd
 
-from .budgeted import CHOICE_SCORES, BudgetEstimates
+from instructeval_tasks.estimation import CHOICE_SCORES
+
+from .budgeted import BudgetEstimates
 
 FRAMES = ("grids", "instructions", "methods", "quantiles", "best")
 

@@ -3,8 +3,9 @@
 A variant whose metadata has ``budget`` (``instructeval run --budget F``) was evaluated on the items
 ``budget["items"]`` of its grid (one (task, setting code), see ``instructeval_tasks.sweep.budget``).
 For each (model, task, grid) this module reads the variants' per-sample logs (the primary metric of
-the (model, task)), fits the crossed item-response model of ``instructeval_tasks.item_response``
-(methods as fixed effects, instruction effects normal, item effects from a fitted discrete
+the (model, task)), fits the grid's estimator (``instructeval_tasks.estimation``: the label scores'
+model where a classification grid's samples give them, else the crossed item-response model,
+methods as fixed effects, instruction effects normal, item effects from a fitted discrete
 distribution; methods and instructions with one effect per gold class of a classification or
 multiple-choice grid, the classes read from the samples' ``target``: ``item_classes`` in
 ``budget_grids.csv``) and reports:
@@ -43,11 +44,9 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from instructeval_tasks.choice_scores import ESTIMATOR as CHOICE_SCORES
-from instructeval_tasks.choice_scores import (ChoiceGrid, ChoiceScoreFit, ChoiceScores, choice_grid, choice_score_accuracy,
-                                              fit_choice_scores, spread_draws)
-from instructeval_tasks.item_response import ESTIMATOR as ITEM_RESPONSE
-from instructeval_tasks.item_response import Cells, CrossedFit, fit_crossed, instruction_accuracy, item_classes, predictive_draws
+from instructeval_tasks.estimation import ITEM_RESPONSE, Cells, ChoiceGrid, GridFit, estimator_for
+from instructeval_tasks.estimation.choice_scores import ChoiceScores, choice_grid
+from instructeval_tasks.estimation.item_response import item_classes
 
 from .bootstrap import rng_for
 from .issues import AggregationError, IssueLog
@@ -230,51 +229,45 @@ def method_contrasts(accuracy: np.ndarray, methods: Sequence[str],
 class GridEstimate:
     """One grid's fit: point estimates, predictive draws (``None`` without), intervals, P(best), quantiles."""
 
-    fit: CrossedFit | ChoiceScoreFit
+    fit: GridFit
     point: np.ndarray
     replicates: np.ndarray | None
     ci_low: np.ndarray
     ci_high: np.ndarray
     p_best: np.ndarray
-    quantiles: np.ndarray  # at QUANTILES: the draws' median (crossed model), else the point estimates'
+    quantiles: np.ndarray  # at QUANTILES: the draws' median (``fit.quantiles_from_draws``), else the point estimates'
     quantile_low: np.ndarray  # the quantiles' percentile interval over the draws (NaN without)
     quantile_high: np.ndarray
 
 
 def estimate_grid(cells: Cells, *, n_boot: int, level: float, rng: np.random.Generator,
                   choice: ChoiceGrid | None = None) -> GridEstimate:
-    """Fit ``cells``, estimate every instruction's accuracy and (``n_boot > 0``) draw the grid ``n_boot`` times:
-    from the label scores (``instructeval_tasks.choice_scores``) where ``choice`` gives them, else by the
-    crossed item-response model.
+    """Fit ``cells`` by their estimator (``instructeval_tasks.estimation.estimator_for``: the label
+    scores' where ``choice``, or the cells, give them, else the crossed item-response model), estimate
+    every instruction's accuracy and (``n_boot > 0``) draw the grid ``n_boot`` times.
 
-    The crossed model's quantiles across instructions are the draws' median quantiles (its estimates
-    are pulled toward their method's, so their own quantiles are too narrow; the median is the
-    estimate of least expected absolute error and always inside the percentile interval); the label
-    scores' are the estimates' own, their intervals from the lower to the higher end of the draws'
-    percentile interval and of that interval moved by the estimate minus the draws' mean."""
+    Where the fit's estimates are pulled toward their method's (``GridFit.quantiles_from_draws``: the
+    crossed model), the quantiles across instructions are the draws' median quantiles (the estimates'
+    own are too narrow; the median is the estimate of least expected absolute error and always
+    inside the percentile interval); otherwise (the label scores) they are the estimates' own,
+    their intervals from the lower to the higher end of the draws' percentile interval and of that
+    interval moved by the estimate minus the draws' mean."""
     if choice is not None:
-        y, observed = cells.matrices()
-        fit: CrossedFit | ChoiceScoreFit = fit_choice_scores(choice.scores, observed, y, choice.gold, cells.group_index())
-        point = choice_score_accuracy(fit, observed, y)
-        own = np.quantile(point, QUANTILES)
-        draw = lambda: spread_draws(choice.scores, observed, y, choice.gold, cells.group_index(), n_boot, rng,  # noqa: E731
-                                    fitted=fit)
-    else:
-        fit = fit_crossed(cells)
-        point = instruction_accuracy(fit, cells)
-        own = None
-        draw = lambda: predictive_draws(fit, cells, n_boot, rng)  # noqa: E731
+        cells = dataclasses.replace(cells, label_scores=choice)
+    fit = estimator_for(cells).fit(cells)
+    point = fit.estimates()
     nan = np.full(cells.n_rows, np.nan)
     if not n_boot:
         no_q = np.full(len(QUANTILES), np.nan)
         return GridEstimate(fit, point, None, nan, nan, nan, np.quantile(point, QUANTILES), no_q, no_q)
-    draws = draw()
+    draws = fit.draws(n_boot, rng)
     lo, hi = _percentile_ci(draws, level)
     p_best = np.bincount(np.argmax(draws, axis=1), minlength=cells.n_rows) / n_boot
     per_draw = np.quantile(draws, QUANTILES, axis=1).T  # draws x quantiles
     q_lo, q_hi = _percentile_ci(per_draw, level)
-    if own is None:
+    if fit.quantiles_from_draws:
         return GridEstimate(fit, point, draws, lo, hi, p_best, np.median(per_draw, axis=0), q_lo, q_hi)
+    own = np.quantile(point, QUANTILES)
     # The draws' quantiles sit where each draw's Bernoulli noise spreads the instructions, the
     # estimates' where the predicted P(correct) leave them; which is nearer the full grid's varies
     # (SmolLM2's grids: with the draws' interval moved to the estimates alone, 60-86% of the adaptive
@@ -333,6 +326,14 @@ def _few_outcome_items(cells: Cells) -> str | None:
     return f"its observed {kind} answers fall on {count} of {cells.n_cols} items"
 
 
+def _estimator_detail(choice: ChoiceGrid | str, metric: str) -> str:
+    """What the grid's estimator was fitted to, for its ``estimator`` column: the label scores
+    (``log-likelihood per token of 4 labels``), or why the grid has none."""
+    if isinstance(choice, ChoiceGrid):
+        return f"{SCORE_METRICS[metric]} of {len(choice.labels)} labels"
+    return choice
+
+
 def _design_of(members: Sequence[VariantResult]) -> str:
     """The ``--budget-design`` the grid's cells were dealt by (a record without one is uniform), and
     the shares ``--budget-extend`` brought it to, e.g. ``balanced, extended to 0.25``."""
@@ -380,7 +381,6 @@ def estimate_budgeted(
             cells = dataclasses.replace(cells, groups=None)
         est = estimate_grid(cells, n_boot=n_boot, level=level, rng=rng_for(seed, "irt", model, task, grid),
                             choice=choice if isinstance(choice, ChoiceGrid) else None)
-        crossed = isinstance(est.fit, CrossedFit)
         fit, point, draws = est.fit, est.point, est.replicates
         setting, design = members[0].setting, _design_of(members)
         estimated.add((task, setting))
@@ -388,12 +388,11 @@ def estimate_budgeted(
         grid_rows.append({**base, "metric": metric, "n_instructions": cells.n_rows, "n_items": cells.n_cols,
                           "observed_cells": int(cells.y.size), "grid_cells": cells.n_rows * cells.n_cols,
                           "observed_share": cells.y.size / max(cells.n_rows * cells.n_cols, 1),
-                          "s_instruction": fit.s_a if crossed else fit.s_u,
-                          "s_item": fit.s_item if crossed else fit.s_v, "method_covariate": method_covariate,
+                          "s_instruction": fit.s_instruction,
+                          "s_item": fit.s_item, "method_covariate": method_covariate,
                           "item_classes": cells.n_classes,
                           "n_boot": n_boot, "design": design,
-                          "estimator": (f"{CHOICE_SCORES} ({SCORE_METRICS[metric]} of {len(choice.labels)} labels)"
-                                        if isinstance(choice, ChoiceGrid) else f"{ITEM_RESPONSE} ({choice})")})
+                          "estimator": f"{fit.name} ({_estimator_detail(choice, metric)})"})
         lo, hi, p_best = est.ci_low, est.ci_high, est.p_best
         row_method = [group[0].method for group in row_variants]
         for i, group in enumerate(row_variants):
@@ -433,7 +432,7 @@ def estimate_budgeted(
                         "estimate and interval are the model's extrapolation from the other cells (the bound: the "
                         "share of its unobserved cells that could differ, 95%, were they like its observed ones); "
                         "--budget-extend adds cells")
-        few = _few_outcome_items(cells) if crossed and "adaptive" in design else None
+        few = _few_outcome_items(cells) if fit.name == ITEM_RESPONSE and "adaptive" in design else None
         if few:
             issues.warn("budget", f"grid {grid!r} of {model}: {few}: the adaptive design's intervals can be too "
                         f"narrow on such grids (SmolLM2's TriviaQA at 5%: 90% of the method means and 80% of the "

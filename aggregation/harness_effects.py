@@ -55,7 +55,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from instructeval_tasks.item_response import Cells, fit_crossed, instruction_accuracy, item_classes, predictive_grids
+from instructeval_tasks.estimation.item_response import Cells, fit_crossed, instruction_accuracy, item_classes, predictive_grids
 
 from .bootstrap import rng_for
 from .issues import IssueLog

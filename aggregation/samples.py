@@ -25,8 +25,8 @@ from typing import Sequence
 
 import numpy as np
 
-from instructeval_tasks.choice_scores import ChoiceScores, choice_line, choice_pairs, finite_float, gold_choice
-from instructeval_tasks.item_response import target_text
+from instructeval_tasks.estimation.choice_scores import ChoiceScores, choice_line, choice_pairs, finite_float, gold_choice
+from instructeval_tasks.estimation.item_response import target_text
 
 from .issues import AggregationError, IssueLog
 from .json_input import BadJson, parse_json_bytes

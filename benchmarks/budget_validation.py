@@ -182,7 +182,7 @@ def add_choice_scores(cache: dict, folder: Path, score_tokenizer: str | None = N
             lls.append(" ".join(f"{x:.4f}" for x in np.stack(scores.loglikelihoods).ravel()))
         grid["choice_scores"] = {"labels": list(labels), "token_counts": token_counts, "lls": lls,
                                  "run_fingerprint": variants[names[0]].metadata.get("run_fingerprint")}
-        from instructeval_tasks.item_response import Cells
+        from instructeval_tasks.estimation.item_response import Cells
 
         y, _, method_of, _ = _matrix(grid)
         rows, cols = np.nonzero(np.ones_like(y))
@@ -247,7 +247,7 @@ def _matrix(grid: dict) -> tuple[np.ndarray, list[str], np.ndarray, list[str]]:
 
 def grid_classes(grid: dict) -> np.ndarray | None:
     """The items' gold classes as the aggregation reads them from the samples (none for open answers)."""
-    from instructeval_tasks.item_response import item_classes
+    from instructeval_tasks.estimation.item_response import item_classes
 
     if grid.get("metric") == GENERATION_METRIC:
         return None
@@ -298,11 +298,11 @@ _PARSED_SCORES: dict[int, tuple[dict, np.ndarray]] = {}  # id -> (the cache's en
 
 
 def choice_grid_of(grid: dict, cells):
-    """The aggregation's label scores of ``cells`` (``instructeval_tasks.choice_scores.ChoiceGrid``)
+    """The aggregation's label scores of ``cells`` (``instructeval_tasks.estimation.choice_scores.ChoiceGrid``)
     from the cache's ``choice_scores`` (every cell's per-label log-likelihoods, the labels' token
     counts), or ``None`` for a grid without them. As in a budgeted run's samples, only the observed
     cells' scores are given; they must give the cache's answers (``choice_grid``'s check)."""
-    from instructeval_tasks.choice_scores import ChoiceGrid, ChoiceScores, choice_grid
+    from instructeval_tasks.estimation.choice_scores import ChoiceGrid, ChoiceScores, choice_grid
 
     stored = grid.get("choice_scores")
     if not stored:
@@ -342,7 +342,7 @@ def simulated_grid(grid: dict, key: str, seed: int) -> dict:
     from scipy.special import expit
 
     from instructeval_aggregation.bootstrap import rng_for
-    from instructeval_tasks.item_response import ITEM_GRID, Cells, fit_crossed, item_points
+    from instructeval_tasks.estimation.item_response import ITEM_GRID, Cells, fit_crossed, item_points
 
     y, _, method_of, _ = _matrix(grid)
     m, n = y.shape
@@ -374,7 +374,7 @@ def evaluate_grid(grid: dict, fraction: float, seed: int, n_draws: int, key: str
     from instructeval_aggregation.bootstrap import rng_for
     from instructeval_aggregation.budgeted import QUANTILES as QS
     from instructeval_aggregation.budgeted import estimate_grid
-    from instructeval_tasks.item_response import Cells
+    from instructeval_tasks.estimation.item_response import Cells
 
     y, names, method_of, methods = _matrix(grid)
     m, n = y.shape

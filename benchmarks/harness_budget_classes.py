@@ -47,7 +47,7 @@ def grid_errors(grid: dict, key: str, fraction: float, seed: int, design: str, *
     from instructeval_aggregation.bootstrap import rng_for
     from instructeval_aggregation.harness_effects import budgeted_instruction_sd
     from instructeval_aggregation.sensitivity_measures import instruction_effect_sd
-    from instructeval_tasks.item_response import Cells
+    from instructeval_tasks.estimation.item_response import Cells
 
     y, names, method_of, methods = bv._matrix(grid)
     m, n = y.shape

@@ -268,8 +268,8 @@ class InstructEvalTask(ConfigurableTask):
     def choice_token_counts(self) -> dict[str, int] | None:
         """``{continuation: tokens}`` of a classification task's labels as ``acc_per_token`` counted
         them, for the aggregation's choice-score estimates of a budgeted grid
-        (``instructeval_tasks.choice_scores``); ``None`` before any request, for other kinds, or where
-        a label's count varied with its context.
+        (``instructeval_tasks.estimation.choice_scores``); ``None`` before any request, for other
+        kinds, or where a label's count varied with its context.
 
             {" World": 1, " Sports": 1, " Business": 1, " Sci/Tech": 3}
         """

@@ -1,10 +1,10 @@
-"""The choice-score estimator of a budgeted classification grid (instructeval_tasks.choice_scores)."""
+"""The choice-score estimator of a budgeted classification grid (instructeval_tasks.estimation.choice_scores)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from instructeval_tasks.choice_scores import (centred, choice_score_accuracy, choice_score_draws, fit_choice_scores,
+from instructeval_tasks.estimation.choice_scores import (centred, choice_score_accuracy, choice_score_draws, fit_choice_scores,
                                               fit_scores, gold_margins, held_out_margins, share_totals,
                                               spread_draws)
 
@@ -82,7 +82,7 @@ def test_draws_are_seeded():
 
 
 def test_the_reported_sds_are_those_the_mode_and_its_hessian_were_fitted_under(monkeypatch):
-    import instructeval_tasks.choice_scores as choice_scores
+    import instructeval_tasks.estimation.choice_scores as choice_scores
 
     z, gold, y = _grid(5)
     observed = _observed(6, y.shape, 0.3)

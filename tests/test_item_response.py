@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from instructeval_tasks.item_response import (
+from instructeval_tasks.estimation.item_response import (
     ITEM_GRID,
     MAX_CLASSES,
     Cells,
@@ -205,7 +205,7 @@ def _log_lik(fit, scores, observed, i: int, logit: np.ndarray) -> np.ndarray:
 def test_effect_draws_follow_the_posterior_where_accuracies_saturate():
     # Instruction 0 answers every one of its cells right: its effect's posterior is skewed (flat
     # upward but for the prior, bounded below), which a normal approximation at the mode misses.
-    from instructeval_tasks.item_response import effect_draws
+    from instructeval_tasks.estimation.item_response import effect_draws
 
     y, _ = _grid(5, 12, 60, s_a=2.5)
     y[0] = 1.0
@@ -263,7 +263,7 @@ def test_item_draws_carry_the_uncertainty_of_the_item_distribution():
     # 60 items no instruction was observed on take their points from the item distribution, which
     # 40 observed items estimate: with its weights drawn too, how many of them land high varies
     # across draws more than independent draws from fixed weights (binomial) let it
-    from instructeval_tasks.item_response import item_point_draws, item_points
+    from instructeval_tasks.estimation.item_response import item_point_draws, item_points
 
     y, _ = _grid(3, 10, 100)
     rows, cols = np.nonzero(np.ones((10, 40)))

@@ -4,13 +4,12 @@ The first slice is ``ADAPTIVE_FIRST_SHARE`` of the budget, dealt as the uniform 
 (``budget.grid_cells_of``). Round r (1..``ADAPTIVE_ROUNDS``) of a grid starts once every variant of
 its earlier rounds is saved: the score of every evaluated cell is read back from the saved per-sample
 logs (the primary metric the aggregation uses), the model the aggregation will estimate the grid by
-is fitted -- on a classification grid, the label scores' (``choice_scores``: every label's
-log-likelihood in the logs, the labels' token counts in the results), else the crossed
-item-response model -- and ``budget.next_round_cells`` picks ``ceil(cells left / rounds left)``
-cells -- instructions with the most uncertain unobserved total, and in each the items whose outcome
-is least certain. Each round's ``budget`` record names the model in ``allocation`` (``choice
-scores`` or ``item-response``); a folder whose saved rounds name none (begun by a version whose
-rounds always used the item-response model) keeps that model, so that a rerun re-derives them. Each
+is fitted (``estimation.estimator_for``) -- on a classification grid, the label scores'
+(``choice_scores``: every label's log-likelihood in the logs, the labels' token counts in the
+results), else the crossed item-response model -- and ``budget.next_round_cells`` picks
+``ceil(cells left / rounds left)`` cells -- instructions with the most uncertain unobserved total,
+and in each the items whose outcome is least certain. Each round's ``budget`` record names the
+model in ``allocation`` (its registered name: ``choice scores`` or ``item-response``). Each
 instruction that gets cells becomes a variant ``<name>__r<r>`` of its own: the same instruction,
 setting and task config, its ``budget`` record listing the new items and ``round: r``, evaluated and
 saved like any variant. The aggregation joins an instruction's rounds into one row of its grid.
@@ -39,14 +38,15 @@ from __future__ import annotations
 import copy
 import dataclasses
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from ..data import read_jsonl
 from ..errors import UserError
 from ..fingerprint import fingerprint
-from ..item_response import ESTIMATOR as ITEM_RESPONSE, target_text
+from ..estimation import ChoiceGrid, estimator_for
+from ..estimation.choice_scores import choice_grid, choice_scores_of
+from ..estimation.item_response import target_text
 from ..specs import get_spec
-from ..choice_scores import ESTIMATOR as CHOICE_SCORES, ChoiceGrid, choice_grid, choice_scores_of
 from .budget import BUDGET_KEY, Budget, BudgetRound, next_round_cells, observed_cells, round_record, round_target
 from .plan import Variant
 from .store import SweepStore
@@ -88,18 +88,6 @@ def _cells_of(path: Path, rows: list[dict[str, Any]],
     return {int(row["doc_id"]): float(row[metric]) for row in rows}, metric
 
 
-def _legacy_rounds(saved: Iterable[dict[str, Any]], grid: str) -> bool:
-    """Whether ``grid`` has saved rounds whose records name no ``allocation`` (chosen, before the
-    label scores chose a classification grid's rounds, by the item-response model): its later
-    rounds are chosen as those were, so that a rerun re-derives the saved ones."""
-    for meta in saved:
-        record = meta.get(BUDGET_KEY)
-        if (isinstance(record, dict) and record.get("grid") == grid and isinstance(record.get("round"), int)
-                and record["round"] > 0 and "allocation" not in record):
-            return True
-    return False
-
-
 def plan_round(budget_round: BudgetRound, first: list[Variant], earlier: dict[str, list[Variant]],
                metadata: dict[str, dict[str, Any]], store: SweepStore, budget: Budget) -> dict[str, Variant]:
     """The variant of ``budget_round`` (an adaptive design's round, or an extension's: ``budget.budget_rounds``)
@@ -119,9 +107,7 @@ def plan_round(budget_round: BudgetRound, first: list[Variant], earlier: dict[st
         kind = get_spec(variants[0].task).kind
         # the gold classes the fit gives their own effects; open answers are no classes
         targets: dict[int, str | None] | None = {} if kind != "gqa" else None
-        # a grid with rounds saved before the allocation was recorded keeps none (and the item-response model)
-        legacy = _legacy_rounds(saved_meta.values(), grid)
-        wants_scores = kind == "cls" and not legacy  # only then are the lines' label scores read
+        wants_scores = kind == "cls"  # only then are the lines' label scores read
         observed: dict[str, dict[int, float]] = {}
         scored = []
         metrics, token_counts = set(), []
@@ -129,8 +115,8 @@ def plan_round(budget_round: BudgetRound, first: list[Variant], earlier: dict[st
             observed[v.name], lines = {}, []
             for part in earlier[v.name]:
                 path, rows = saved_rows(store, part.name)
-                cells, metric = _cells_of(path, rows, targets)
-                observed[v.name].update(cells)
+                part_cells, metric = _cells_of(path, rows, targets)
+                observed[v.name].update(part_cells)
                 metrics.add(metric)
                 if wants_scores:
                     lines += rows
@@ -140,24 +126,21 @@ def plan_round(budget_round: BudgetRound, first: list[Variant], earlier: dict[st
         frozen = [v.name for v in variants if v.entry.method in budget.full_methods]
         methods = {v.name: v.entry.method for v in variants}
         target = round_target(budget, budget_round, list(methods.values()), record["n_items"], record)
-        allocation = None if legacy else ITEM_RESPONSE
-        choice = None
+        cells = observed_cells(observed, methods, record["n_items"], targets)
         if wants_scores and len(metrics) == 1:
-            built = choice_grid(observed_cells(observed, methods, record["n_items"], targets), scored, metrics.pop(),
-                                token_counts)
+            built = choice_grid(cells, scored, metrics.pop(), token_counts)
             if isinstance(built, ChoiceGrid):
-                choice, allocation = built, CHOICE_SCORES
+                cells = dataclasses.replace(cells, label_scores=built)
+        allocation = estimator_for(cells).name  # what next_round_cells fits
         chosen = next_round_cells(observed, methods, record["n_items"], target, budget_round.rounds_left,
-                                  frozen=frozen, targets=targets, choice=choice)
+                                  frozen=frozen, targets=targets, choice=cells.label_scores)
         for variant in variants:
             items = chosen.get(variant.name)
             if not items:
                 continue
             later = round_variant(variant, budget_round.number)
             meta = copy.deepcopy(metadata[variant.name])
-            meta[BUDGET_KEY] = round_record(meta[BUDGET_KEY], items, budget_round)
-            if allocation is not None:
-                meta[BUDGET_KEY]["allocation"] = allocation
+            meta[BUDGET_KEY] = {**round_record(meta[BUDGET_KEY], items, budget_round), "allocation": allocation}
             meta["variant_fingerprint"] = fingerprint({"first": metadata[variant.name]["variant_fingerprint"],
                                                        BUDGET_KEY: meta[BUDGET_KEY]})
             metadata[later.name] = meta

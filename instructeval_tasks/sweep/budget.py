@@ -33,7 +33,7 @@ The runner evaluates each variant on its cells through the harness's own ``sampl
 ``simple_evaluate`` (``lm_eval --samples``): every variant is still one standard results entry with
 per-sample logs whose ``doc_id`` is the item's position in the test sample. The cells are recorded
 in the variant's metadata under ``budget`` (and so in its fingerprint); ``instructeval aggregate``
-fits an item-response model to them (``instructeval_aggregation.irt``).
+estimates the full grids from them (``instructeval_tasks.estimation``, ``instructeval_aggregation.budgeted``).
 
 Example:
     >>> cells = assign_cells(["a", "b", "c", "d"], [0, 0, 0, 1, 1, 1], Budget(0.5, min_items=2), "demo:zs")
@@ -55,8 +55,8 @@ from typing import Any, Hashable, Mapping, Sequence
 import numpy as np
 
 from ..errors import UserError
-from ..choice_scores import ChoiceGrid, fit_choice_scores
-from ..item_response import Cells, allocate_cells, fit_crossed, item_classes, unobserved_variance
+from ..estimation import Cells, ChoiceGrid, estimator_for
+from ..estimation.item_response import allocate_cells, item_classes, unobserved_variance
 from ..sampling import balanced_counts
 
 BUDGET_KEY = "budget"
@@ -411,9 +411,10 @@ def round_record(record: Mapping[str, Any], items: list[int], budget_round: Budg
 
 
 def observed_cells(observed: Mapping[str, Mapping[int, float]], methods: Mapping[str, str], n_items: int,
-                   targets: Mapping[int, str | None] | None = None) -> Cells:
+                   targets: Mapping[int, str | None] | None = None, label_scores: ChoiceGrid | None = None) -> Cells:
     """The evaluated cells of one grid, a row per instruction of ``observed`` in its order (``groups``:
-    the methods' sorted names; ``classes`` from ``targets``, the items' gold answers)."""
+    the methods' sorted names; ``classes`` from ``targets``, the items' gold answers; their
+    ``label_scores``, rows in the same order, where given)."""
     names = list(observed)
     method_names = sorted({methods[name] for name in names})
     rows, cols, ys = [], [], []
@@ -425,7 +426,7 @@ def observed_cells(observed: Mapping[str, Mapping[int, float]], methods: Mapping
     return Cells(rows=np.asarray(rows, dtype=int), cols=np.asarray(cols, dtype=int), y=np.asarray(ys, dtype=float),
                  n_rows=len(names), n_cols=n_items,
                  groups=np.asarray([method_names.index(methods[name]) for name in names], dtype=int),
-                 classes=item_classes(targets or {}, n_items))
+                 classes=item_classes(targets or {}, n_items), label_scores=label_scores)
 
 
 def next_round_cells(
@@ -443,13 +444,14 @@ def next_round_cells(
     ``observed[name]`` maps each evaluated item of an instruction to its score; ``methods[name]`` is
     its method; ``target`` the grid's total cells at the end (what the uniform design at the same
     budget would evaluate). This round takes ``ceil((target - evaluated) / rounds_left)`` cells,
-    allocated by ``item_response.allocate_cells`` after fitting ``item_response.fit_crossed`` to
-    every cell evaluated so far (with one effect per gold class when ``targets`` gives every item's
-    gold answer: ``item_response.item_classes``) -- or, given ``choice`` (the label scores of every
-    evaluated cell, rows in ``observed``'s order: ``choice_scores.choice_grid`` on
-    ``observed_cells``), ``choice_scores.fit_choice_scores``, the model the aggregation then
-    estimates such a grid by; ``frozen`` instructions (the fully evaluated methods) get none. Each instruction's Neyman share is weighted by ``m_k ** (BALANCED_POWER - 1)``,
-    ``m_k`` the instruction count of its method, so that a method's share of the round grows as
+    allocated by ``item_response.allocate_cells`` after fitting the grid's estimator
+    (``estimation.estimator_for``, the model the aggregation then estimates the grid by) to every
+    cell evaluated so far: the crossed item-response model (with one effect per gold class when
+    ``targets`` gives every item's gold answer: ``item_response.item_classes``) or, given ``choice``
+    (the label scores of every evaluated cell, rows in ``observed``'s order:
+    ``choice_scores.choice_grid`` on ``observed_cells``), the label-score model; ``frozen``
+    instructions (the fully evaluated methods) get none. Each instruction's Neyman share is
+    weighted by ``m_k ** (BALANCED_POWER - 1)``, ``m_k`` the instruction count of its method, so that a method's share of the round grows as
     ``m_k ** BALANCED_POWER``, as in the balanced design: unweighted, a 5-instruction method's mean
     gets an eighth of a 40-instruction one's new cells. (10 seeds on the twelve validation grids,
     ``benchmarks/budget_validation.py``: method-mean error at 5 / 10 / 25% 1.04 / 0.68 / 0.27 points
@@ -473,13 +475,8 @@ def next_round_cells(
     wanted = math.ceil(max(target - done, 0) / max(rounds_left, 1))
     if wanted <= 0 or not names:
         return {}
-    cells = observed_cells(observed, methods, n_items, targets)
-    y, seen = cells.matrices()
-    if choice is None:
-        p = fit_crossed(cells).probabilities()
-    else:
-        p = fit_choice_scores(choice.scores, seen, y, choice.gold, cells.group_index()).probabilities
-    variance = unobserved_variance(p, seen)
+    cells = observed_cells(observed, methods, n_items, targets, label_scores=choice)
+    variance = unobserved_variance(estimator_for(cells).fit(cells).probabilities(), cells.matrices()[1])
     frozen_names = set(frozen)
     frozen_rows = np.asarray([name in frozen_names for name in names], dtype=bool)
     sizes = Counter(methods[name] for name in names)

@@ -73,7 +73,7 @@ from ..harness.tasks import (
     stock_task_config,
 )
 from instructeval_banks.schema import known_tasks
-from ..item_response import target_text
+from ..estimation.item_response import target_text
 from .adaptive import saved_rows
 from .budget import (BUDGET_KEY, Budget, BudgetRound, budget_record, extended_cells, grid_cells_of, next_round_cells,
                      round_record, round_target)

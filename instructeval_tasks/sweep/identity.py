@@ -177,6 +177,49 @@ def for_task(fingerprint: dict[str, Any], task: str) -> dict[str, Any]:
     return {**{k: v for k, v in fingerprint.items() if k != "data"}, "data": {task: fingerprint["data"][task]}}
 
 
+# A variant's metadata keys that are no part of its protocol: records, the run fingerprint's (checked
+# on their own, ``differing_fields``), the budget's (their own message) and the model's arguments.
+_NOT_PROTOCOL = frozenset({"sweep", "variant_fingerprint", RUN_FINGERPRINT_KEY, "model_label", "allow_truncation",
+                           "budget", "truncation", "choice_token_counts", "pretrained", "tokenizer", "gguf_file",
+                           "revision", "trust_remote_code"})
+# planned into every variant's metadata from the profile, also recorded in its ``sweep``
+_PLANNED_IN_SWEEP = ("order_mode", "perturbation_seed", "perturbation_mode", "test_seed", "instruction_text_sha")
+
+
+def protocol_fields(metadata: dict[str, Any], num_fewshot: int | None = None) -> dict[str, Any]:
+    """The fields of a variant's protocol, from its metadata: what its ``variant_fingerprint`` is
+    computed from, as named fields, so that a refused resume can say which differ (``changed_fields``).
+
+    ``num_fewshot`` (the variant's K: its config's, not in the planned metadata of the nine tasks'
+    variants) is added when given. A saved variant's metadata holds the task's own record, which
+    sets the fields that do not apply to the variant to None (no ordering: ``order_mode``): those
+    fields, and the instruction's text (``instruction_text_sha``), are read from ``sweep``, which
+    holds the values the variant was planned with.
+
+        >>> protocol_fields({"test_sample": 4, "order_mode": None, "variant_fingerprint": "f",
+        ...                  "sweep": {"n_selections": 2, "order_mode": "seeded", "instruction_text_sha": "ab"}}, 6)
+        {'test_sample': 4, 'order_mode': 'seeded', 'instruction_text_sha': 'ab', 'num_fewshot': 6}
+    """
+    view = {k: v for k, v in metadata.items() if k not in _NOT_PROTOCOL}
+    sweep = metadata.get("sweep")
+    if isinstance(sweep, dict):
+        view.update({k: sweep[k] for k in _PLANNED_IN_SWEEP if k in sweep})
+    if num_fewshot is not None:
+        view["num_fewshot"] = num_fewshot
+    return view
+
+
+def changed_fields(saved: dict[str, Any], planned: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+    """``(dotted field, saved value, planned value)`` of ``protocol_fields`` views that differ; only
+    the planned fields are compared (a saved record also holds what the evaluation added to it).
+
+        >>> changed_fields({"harness": {"num_fewshot": 2, "test_ids": [1]}}, {"harness": {"num_fewshot": 3}})
+        [('harness.num_fewshot', 2, 3)]
+    """
+    flat_saved, flat_planned = _flatten(saved), _flatten(planned)
+    return [(k, flat_saved.get(k), flat_planned[k]) for k in sorted(flat_planned) if flat_saved.get(k) != flat_planned[k]]
+
+
 def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
     if isinstance(value, dict):
         flat: dict[str, Any] = {}

@@ -33,7 +33,7 @@ from .. import __version__
 from ..errors import UserError
 from ..options import resolve_data_dir
 from ..specs import get_spec, resolve_task_names
-from .identity import RUN_FINGERPRINT_KEY, for_task, run_fingerprint
+from .identity import RUN_FINGERPRINT_KEY, for_task, protocol_fields, run_fingerprint
 from .plan import MODEL_ARG_KEYS, Variant, build_plan, fingerprint
 from .profiles import Profile, get_profile
 from .adaptive import SAMPLE_METRICS, plan_round
@@ -48,6 +48,7 @@ from .chunk import (
     stock_path_note,
     variant_config,
 )
+from .env_info import environment_info_once
 from .executor_registry import make_executor
 from .interrupts import StopRequests, Terminated
 from .lock import RunLock, shard_lock_name
@@ -150,6 +151,40 @@ def apply_budget(plan: list[Variant], metadata: dict[str, dict[str, Any]], class
     return totals
 
 
+# The profile fields (``SweepOptions.overrides``) that only the nine tasks read, with their options:
+# a harness task keeps its stock protocol (its n-shot is written after its name, ``hellaswag:10``).
+NINE_TASK_OVERRIDES = {"num_fewshot": "--num-fewshot", "n_selections": "--selections",
+                       "n_perturbed_selections": "--perturbed-selections", "n_orderings": "--orderings",
+                       "ordering_demo_seeds": "--ordering-demo-seeds", "order_mode": "--order-mode",
+                       "truncate_words": "--truncate-words", "perturbation_seed": "--perturbation-seed",
+                       "perturbation_mode": "--perturbation-mode", "settings": "--settings"}
+
+
+def _check_nine_task_overrides(overrides: dict[str, Any] | None, tasks: list[str], harness_tasks: str | None,
+                               echo: Callable[[str], None]) -> None:
+    """Refuse an option of the nine tasks' protocol in a run of harness tasks only (it would change
+    nothing); with ``--tasks`` too, say which harness tasks keep their own n-shot under ``--num-fewshot``."""
+    given = {k: v for k, v in (overrides or {}).items() if v is not None and k in NINE_TASK_OVERRIDES}
+    if not harness_tasks or not given:
+        return
+    from ..harness.tasks import parse_harness_tasks
+
+    shot = given.get("num_fewshot")
+    refs = parse_harness_tasks(harness_tasks)
+    if not tasks:
+        if shot is not None:
+            raise UserError(f"--num-fewshot {shot} sets K of the nine InstructEval tasks (--tasks), and none is given; "
+                            f"a harness task's n-shot follows its name: --harness-tasks "
+                            + ",".join(f"{ref.name}:{shot}" for ref in refs))
+        flag = NINE_TASK_OVERRIDES[next(iter(given))]
+        raise UserError(f"{flag} applies to the nine InstructEval tasks (--tasks) only, and none is given: the harness "
+                        f"tasks keep their stock protocol; drop {flag}")
+    implicit = [ref.name for ref in refs if ref.num_fewshot is None]
+    if shot is not None and implicit:
+        echo(f"--num-fewshot {shot} sets K of the nine tasks only: {', '.join(implicit)} keep(s) the harness task's own "
+             f"n-shot; write {implicit[0]}:{shot} in --harness-tasks to give it {shot}")
+
+
 def _placements(placements: Sequence[str]) -> tuple[str, ...]:
     """``--placements``, checked (did-you-mean), duplicates dropped, in the order given."""
     from ..harness.tasks import check_placement
@@ -214,6 +249,7 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
     if not tasks and not o.harness_tasks:
         raise UserError("give --tasks (InstructEval's tasks) and/or --harness-tasks (lm-eval's own tasks)")
     task_names = resolve_task_names(tasks) if tasks else []
+    _check_nine_task_overrides(overrides, task_names, o.harness_tasks, echo)
     method_names = resolve_names(methods, bank.methods(), "method")
     if budget is not None:  # a typo would silently estimate the baseline
         budget.check_methods(bank.methods())
@@ -328,18 +364,23 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
     planned = {name: meta["variant_fingerprint"] for name, meta in metadata.items()}
     planned.update({run.name: run.fingerprint for run in stock_runs})
     planned.update({v.name: v.fingerprint for v in harness})
+    protocols = {v.name: protocol_fields(metadata[v.name], v.num_fewshot(prof)) for v in plan}  # named in a refusal
+    protocols.update({v.name: protocol_fields(v.metadata) for v in [*harness, *stock_runs]})
 
     mine = part.select(plan) if part else plan  # this shard's variants (all without --shard)
-    what = f"shard {part} of the sweep: {len(mine)} of {len(plan)}" if part else f"sweep: {len(plan)}"
 
     stock_pending: list = []  # the stock runs not saved yet (resume_state fills it)
     harness_pending: list = []  # likewise, the harness-task variants
 
     def resume_state() -> list[Variant]:
-        """The variants still to run; refuses results of another model, data or protocol."""
+        """The variants still to run; refuses results of another model, data or protocol. A saved
+        variant whose samples file is missing or empty is run again when this run logs samples."""
         store.check_run(run_fp)
         done = store.finished()
-        store.check_conflicts(planned, done, budget=budget.as_dict() if budget is not None else None)
+        store.check_conflicts(planned, done, budget=budget.as_dict() if budget is not None else None, protocols=protocols)
+        if log_samples:
+            done = _logged_only(store, done, [*(v.name for v in mine), *(v.name for v in harness),
+                                              *(run.name for run in stock_runs)], echo)
         stock_pending[:] = [run for run in stock_runs if run.name not in done]
         harness_pending[:] = [v for v in harness if v.name not in done]
         return [v for v in mine if v.name not in done]
@@ -374,6 +415,20 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
             echo(f"harness tasks: {len(harness)} variant(s) of {len(shots)} task(s), {len(harness_pending)} to run: "
                  + ", ".join(f"{name} ({shot}-shot)" for name, shot in shots.items()))
 
+    def announce_plan(pending: list[Variant], sweep: str) -> None:
+        """The plan's lines: the nine tasks' variants (this shard's), the stock and harness tasks'."""
+        if plan and part and not mine:
+            echo(f"shard {part} of the {sweep}: none of the {len(plan)} variants of --tasks falls to this shard (their "
+                 f"{len({v.chunk for v in plan})} chunk(s) are dealt round-robin over {part.count} shards) -> {store.root}")
+        elif plan:
+            what = f"shard {part} of the {sweep}: {len(mine)} of {len(plan)}" if part else f"{sweep}: {len(plan)}"
+            echo(f"{what} variants planned, {len(mine) - len(pending)} already done, {len(pending)} to run -> {store.root}")
+        if part and every_harness and not harness:
+            tasks_here = len({v.task for v in every_harness})
+            echo(f"shard {part}: none of the {tasks_here} harness task(s) falls to this shard (each is one chunk; the "
+                 f"harness tasks are dealt round-robin over {part.count} shards) -> {store.root}")
+        announce_stock()
+
     # the rounds after the design's cells; an extension smaller than one the folder holds is refused here
     schedule = budget_rounds(budget, store.saved_extensions(), str(store.root)) if has_rounds else []
 
@@ -381,10 +436,7 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
         pending = resume_state()
         report = SweepReport(store.root, planned=len(mine) + len(harness),
                              skipped=len(mine) - len(pending) + len(harness) - len(harness_pending), plan=plan_record)
-        if plan or not harness:  # a run of harness tasks only: announce_stock says what it plans
-            echo(f"{what.replace('sweep', 'sweep (dry run)', 1)} variants planned, {len(mine) - len(pending)} already done, "
-                 f"{len(pending)} to run -> {store.root}")
-        announce_stock()
+        announce_plan(pending, "sweep (dry run)")
         if schedule:
             echo(f"then {_schedule_words(schedule)}: each round's cells are chosen from the scores saved before it, "
                  f"so they are not counted here")
@@ -407,9 +459,7 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
                 store.write_plan(plan_record)
             report = SweepReport(store.root, planned=len(mine) + len(harness),
                                  skipped=len(mine) - len(pending) + len(harness) - len(harness_pending), plan=plan_record)
-            if plan or not harness:  # a run of harness tasks only has no InstructEval variant to count
-                echo(f"{what} variants planned, {len(mine) - len(pending)} already done, {len(pending)} to run -> {store.root}")
-            announce_stock()
+            announce_plan(pending, "sweep")
             if not pending and not stock_pending and not harness_pending and not has_rounds:
                 report.seconds = time.monotonic() - start
                 return report
@@ -455,7 +505,12 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
     finally:
         runner.close()  # a Ray executor's workers are kept from one round to the next until here
     report.seconds = time.monotonic() - start
-    echo(f"sweep finished: {report.evaluated} variants evaluated in {report.seconds:.0f} s -> {store.root}")
+    if not report.evaluated and report.planned and report.skipped >= report.planned:
+        who = "another shard or an earlier run" if part else "an earlier run"
+        echo(f"sweep finished: nothing evaluated here: the {report.planned} variant(s) planned were saved already "
+             f"(by {who}) -> {store.root}")
+    else:
+        echo(f"sweep finished: {report.evaluated} variants evaluated in {report.seconds:.0f} s -> {store.root}")
     return report
 
 
@@ -530,17 +585,55 @@ def _budget_rounds(runner: Any, first: list, plan_next: Callable[[BudgetRound, d
         done = store.finished()
         store.check_conflicts({v.name: planned[v.name] for v in variants}, done,
                               budget=budget.as_dict())
+        if log_samples:
+            done = _logged_only(store, done, [v.name for v in variants], echo)
         pending = [v for v in variants if v.name not in done]
         cells = sum(len(metadata_of(v)[BUDGET_KEY]["items"]) for v in variants)
         stage = (f"adaptive round {budget_round.step} of {ADAPTIVE_ROUNDS}" if budget_round.extend is None
                  else f"extension to {budget_round.extend:g}, round {budget_round.step} of {EXTEND_ROUNDS}")
-        echo(f"{stage}{what}: {cells:,} more cells for {len(variants)} instruction(s), {len(pending)} variant(s) to run")
+        if variants and not pending:
+            echo(f"{stage}{what}: {cells:,} more cells for {len(variants)} instruction(s), all {len(variants)} variant(s) "
+                 "saved already, none to run")
+        else:
+            echo(f"{stage}{what}: {cells:,} more cells for {len(variants)} instruction(s), {len(pending)} variant(s) to run")
         report.planned += len(variants)
         report.skipped += len(variants) - len(pending)
         if pending:
             _load_once(runner, spec)
             _evaluate_pending(runner, jobs_of(pending), spec, prof, store, report, planned=planned,
                               log_samples=log_samples, progress=progress, echo=echo)
+
+
+def _logged_only(store: SweepStore, done: dict[str, str], names: Sequence[str], echo: Callable[[str], None]) -> dict[str, str]:
+    """``done`` without those of ``names`` whose samples file is missing or empty (``SweepStore.unlogged``):
+    they are evaluated again, which one line says; the variants of results files written with
+    ``--no-log-samples`` stay done (another line says so)."""
+    wanted = set(names)
+    redo = {name: where for name, where in store.unlogged().items() if name in wanted and name in done}
+    if redo:
+        echo(_redo_words(redo))
+    kept = store.written_without_samples(n for n in wanted if n in done)
+    if kept:
+        echo(f"resume: {len(kept)} saved variant(s) were run with --no-log-samples, e.g. {kept[0]}: kept without "
+             "per-sample logs (no intervals for them); delete their results files to evaluate them again with logs")
+    return {name: fp for name, fp in done.items() if name not in redo}
+
+
+def _redo_words(redo: dict[str, tuple[Path, str]]) -> str:
+    """The resume line for the saved variants evaluated again because their samples file is missing or empty.
+
+        >>> _redo_words({"v": (Path("out/results_c__1.json"), "missing")})
+        'resume: v is saved in results_c__1.json but its samples file (samples_v_<time>.jsonl) is missing; evaluating it again'
+    """
+    items = sorted(redo.items())
+    if len(items) == 1:
+        name, (path, why) = items[0]
+        return (f"resume: {name} is saved in {path.name} but its samples file (samples_{name}_<time>.jsonl) is {why}; "
+                "evaluating it again")
+    shown = ", ".join(f"{name} ({why}; {path.name})" for name, (path, why) in items[:3])
+    more = f" and {len(items) - 3} more" if len(items) > 3 else ""
+    return (f"resume: {len(items)} saved variants have no samples file (samples_<variant>_<time>.jsonl missing or "
+            f"empty): {shown}{more}; evaluating them again")
 
 
 def _jobs(variants: list[Variant], harness: list, metadata: dict[str, dict[str, Any]], harness_configs: dict,
@@ -571,7 +664,7 @@ def _other_shards_cells(runner: Any, part: ShardSpec, plan: list[Variant], harne
     Every shard then chooses the same rounds from the same saved cells, and the rounds' chunks go to
     whichever shard claims them first; a shard started after the others finds its part done.
     """
-    done = store.finished()
+    done = store.finished(logged=log_samples)
     rest = [v for v in plan if v.name not in done]
     rest_harness = [v for v in harness if v.name not in done]
     if not rest and not rest_harness:
@@ -620,6 +713,8 @@ def _evaluate_pending(runner: Any, jobs: list[ChunkJob], spec: ModelSpec, prof: 
         """The job's variants not saved yet (another shard may have saved some); conflicts refused."""
         saved = store.finished(job.variants[0].chunk)
         store.check_conflicts({name: planned[name] for name in job.names}, saved)
+        if log_samples:  # a variant saved without its samples file is evaluated again (``_logged_only``)
+            saved = store.finished(job.variants[0].chunk, logged=True)
         left = [v for v in job.variants if v.name not in saved]
         return None if not left else job if len(left) == len(job.variants) else job.restricted(left)
 
@@ -628,7 +723,7 @@ def _evaluate_pending(runner: Any, jobs: list[ChunkJob], spec: ModelSpec, prof: 
     if stock is not None:
         stock.evaluation["write"] = lambda line: bar.write(line, file=sys.stderr)
     try:
-        with stop:
+        with stop, environment_info_once():  # the stock runs' harness calls too: one environment record, quiet git
             if stock is not None:  # tasks whose variants were all saved by an earlier run
                 report.result_files.extend(stock.run_ready())
             runner.run(queue, spec=spec, profile=prof, log_samples=log_samples, save=save, on_variant=variant_done,

@@ -11,11 +11,17 @@ Every file is written to a temporary name and renamed into place, and the result
 last: it is the commit marker. A sweep killed at any point (Ctrl-C, ``kill -9``) leaves finished chunks
 complete; at restart, variants found in results files with the planned fingerprint are skipped and
 the unfinished chunk is recomputed, its stale sample files replaced.
+
+A variant lives in one results file. A sweep that logs samples counts a saved variant whose samples
+file is missing or empty (``unlogged``) as not done: it evaluates it again, and writing it removes
+it from the results file that held it (``_write_chunk``). A results file written without samples
+(``--no-log-samples``) records ``config.log_samples: false`` and its variants count as done.
 """
 
 from __future__ import annotations
 
 import contextlib
+import glob
 import json
 import os
 import re
@@ -27,7 +33,7 @@ from filelock import FileLock
 from lm_eval.utils import handle_non_serializable, sanitize_list
 from instructeval_tasks.errors import UserError
 
-from .identity import RUN_FINGERPRINT_KEY, differing_fields
+from .identity import RUN_FINGERPRINT_KEY, changed_fields, differing_fields, protocol_fields
 from .atomic_files import atomic_write_text
 from .lock import store_lock
 
@@ -111,6 +117,28 @@ def harness_sample_row(sample: dict[str, Any]) -> dict[str, Any]:
 # What ``atomic_write_text`` leaves when killed mid-write: mkstemp's ``.<name>.`` prefix and 8
 # characters of [a-z0-9_], for the names the sweep writes (results, samples, plan, lock owner).
 _TEMP_NAME = re.compile(r"^\.(?:results_.+\.json|samples_.+\.jsonl|sweep\.json|\.instructeval\.lock\.owner)\.[a-z0-9_]{8}$")
+# ``samples_<variant>_<stamp>.jsonl`` as ``write_chunk`` names it (the stamp: ``%Y-%m-%dT%H-%M-%S.%f``)
+_SAMPLES_NAME = re.compile(r"^samples_(.+)_(\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\.\d+)\.jsonl$")
+# ``config`` key of a results file the sweep wrote: whether its variants' samples files were written
+LOG_SAMPLES_KEY = "log_samples"
+# the keys of a results file that map variant (task) names to values (lm-eval's per-task maps)
+_PER_VARIANT_KEYS = ("results", "group_subtasks", "configs", "versions", "n-shot", "higher_is_better", "n-samples",
+                     "task_hashes")
+
+
+def _without_samples(data: dict[str, Any]) -> bool:
+    """A results file written without samples files (``config.log_samples: false``)."""
+    config = data.get("config")
+    return isinstance(config, dict) and config.get(LOG_SAMPLES_KEY) is False
+
+
+def _empty(path: Path) -> bool:
+    """A samples file without a row (0 bytes, or blank lines only)."""
+    try:
+        size = path.stat().st_size
+        return size == 0 or (size < 64 and not path.read_text(encoding="utf-8", errors="replace").strip())
+    except OSError:
+        return True
 
 
 class SweepStore:
@@ -192,9 +220,8 @@ class SweepStore:
     def results_path(self, chunk: str) -> Path:
         return self.inside(f"results_{chunk}.json")
 
-    def saved_variants(self, chunk: str | None = None) -> Iterable[tuple[Path, str, dict[str, Any]]]:
-        """``(results file, variant name, metadata)`` of every variant in a readable results file (of
-        ``chunk``'s results files only, when given: a claimed chunk is re-read alone, see ``shards``)."""
+    def _results_files(self, chunk: str | None = None) -> Iterator[tuple[Path, dict[str, Any]]]:
+        """``(path, content)`` of every readable results file (of ``chunk``'s only, when given)."""
         if not self.root.is_dir():
             return
         for path in sorted(self.root.glob(f"results_{chunk}__*.json" if chunk else "results_*.json")):
@@ -203,6 +230,13 @@ class SweepStore:
             except (json.JSONDecodeError, UnicodeDecodeError):
                 # Only a hand-edited or foreign file can be unreadable: writes are atomic.
                 continue
+            if isinstance(data, dict):
+                yield path, data
+
+    def saved_variants(self, chunk: str | None = None) -> Iterable[tuple[Path, str, dict[str, Any]]]:
+        """``(results file, variant name, metadata)`` of every variant in a readable results file (of
+        ``chunk``'s results files only, when given: a claimed chunk is re-read alone, see ``shards``)."""
+        for path, data in self._results_files(chunk):
             for name, cfg in (data.get("configs") or {}).items():
                 if name in (data.get("results") or {}):
                     yield path, name, (cfg.get("metadata") or {})
@@ -225,14 +259,50 @@ class SweepStore:
                 shares.add(float(budget["extend"]))
         return sorted(shares)
 
-    def finished(self, chunk: str | None = None) -> dict[str, str]:
-        """``{variant name: fingerprint}`` of every variant in a readable results file (of ``chunk``'s only)."""
+    def finished(self, chunk: str | None = None, *, logged: bool = False) -> dict[str, str]:
+        """``{variant name: fingerprint}`` of every variant in a readable results file (of ``chunk``'s only);
+        with ``logged``, those that ``unlogged`` names left out (a run that logs samples redoes them)."""
         done: dict[str, str] = {}
         for _, name, meta in self.saved_variants(chunk):
             fp = meta.get("variant_fingerprint")
             if fp:
                 done[name] = fp
+        if logged:
+            for name in self.unlogged(chunk):
+                done.pop(name, None)
         return done
+
+    def samples_files(self) -> dict[str, list[Path]]:
+        """``{variant name: its samples files}`` in the folder (one listing of it)."""
+        found: dict[str, list[Path]] = {}
+        if self.root.is_dir():
+            for entry in os.scandir(self.root):
+                match = _SAMPLES_NAME.match(entry.name)
+                if match and entry.is_file():
+                    found.setdefault(match.group(1), []).append(Path(entry.path))
+        return found
+
+    def unlogged(self, chunk: str | None = None) -> dict[str, tuple[Path, str]]:
+        """``{variant: (its results file, "missing" or "empty")}``: the saved variants (of ``chunk``'s
+        results files only, when given) whose samples file is missing or holds no row, in a results
+        file that was written with samples (every file but those recording ``config.log_samples: false``)."""
+        saved = [(path, name) for path, data in self._results_files(chunk) if not _without_samples(data)
+                 for name in data.get("results") or {} if name in (data.get("configs") or {})]
+        logs = self.samples_files() if saved else {}
+        out: dict[str, tuple[Path, str]] = {}
+        for path, name in saved:
+            files = logs.get(name)
+            if not files:
+                out[name] = (path, "missing")
+            elif all(_empty(f) for f in files):
+                out[name] = (path, "empty")
+        return out
+
+    def written_without_samples(self, names: Iterable[str]) -> list[str]:
+        """Those of ``names`` saved in a results file written without samples (``--no-log-samples``)."""
+        wanted = set(names)
+        return sorted(name for _, data in self._results_files() if _without_samples(data)
+                      for name in data.get("results") or {} if name in wanted)
 
     def check_run(self, run_fingerprint: dict[str, Any]) -> None:
         """Refuse when any saved variant was computed by another model, backend, dtype, model_args,
@@ -263,10 +333,11 @@ class SweepStore:
                 )
 
     def check_conflicts(self, planned: dict[str, str], done: dict[str, str],
-                        budget: dict[str, Any] | None = None) -> None:
+                        budget: dict[str, Any] | None = None, protocols: dict[str, dict[str, Any]] | None = None) -> None:
         """Refuse planned variants whose saved results have another fingerprint (protocol); when the
         saved ones were run under another ``--budget`` than ``budget`` (this run's record, or None),
-        the message names both budgets."""
+        the message names both budgets. ``protocols``: the planned variants' ``identity.protocol_fields``,
+        whose fields that differ from the saved ones the message names (old -> new)."""
         clashes = sorted(n for n, fp in planned.items() if n in done and done[n] != fp)
         if not clashes:
             return
@@ -287,10 +358,33 @@ class SweepStore:
                 f"or delete the results and samples files of the grid's rounds (variants ending in __r1, __r2) to "
                 f"replan them"
             )
+        first = clashes[0]
+        saved = self._saved_protocol(first)
+        changes = changed_fields(saved, protocols[first]) if saved is not None and protocols and first in protocols else []
+        if not changes:
+            raise SweepStoreError(
+                f"{self.root} holds results of a different protocol for {len(clashes)} planned variant(s), "
+                f"e.g. {first}; use another --output, or delete those results files to recompute them"
+            )
+        shown = "; ".join(f"{field} {_short(old)} -> {_short(new)}" for field, old, new in changes[:3])
+        more = f" (+{len(changes) - 3} more)" if len(changes) > 3 else ""
+        flags = [flag for flag in (_resume_flag(field, old, protocols[first]) for field, old, _ in changes) if flag]
+        resume = (f"rerun with the folder's values ({' '.join(dict.fromkeys(flags))}) to resume it"
+                  if flags else "rerun with the options it was run with (its sweep.json) to resume it")
         raise SweepStoreError(
-            f"{self.root} holds results of a different protocol for {len(clashes)} planned variant(s), "
-            f"e.g. {clashes[0]}; use another --output, or delete those results files to recompute them"
+            f"{self.root} holds results of a different protocol for {len(clashes)} planned variant(s), e.g. "
+            f"{first}: {shown}{more} (saved -> this run); {resume}, use another --output for the new protocol, "
+            f"or delete those results files to recompute them"
         )
+
+    def _saved_protocol(self, name: str) -> dict[str, Any] | None:
+        """``identity.protocol_fields`` of the saved variant ``name`` (its K from its config), or None."""
+        for _, data in self._results_files():
+            cfg = (data.get("configs") or {}).get(name)
+            if isinstance(cfg, dict) and name in (data.get("results") or {}):
+                shots = cfg.get("num_fewshot")
+                return protocol_fields(cfg.get("metadata") or {}, shots if isinstance(shots, int) else None)
+        return None
 
     def write_chunk(self, chunk: str, results: dict[str, Any], samples: dict[str, list[dict]], stamp: str) -> Path:
         """Write the chunk's sample files, then its results file (the commit marker)."""
@@ -298,6 +392,9 @@ class SweepStore:
             return self._write_chunk(chunk, results, samples, stamp)
 
     def _write_chunk(self, chunk: str, results: dict[str, Any], samples: dict[str, list[dict]], stamp: str) -> Path:
+        config = results.get("config")
+        if isinstance(config, dict):
+            config[LOG_SAMPLES_KEY] = bool(samples)
         for variant in samples:
             # the stamp starts with a digit: another variant whose name extends this one (an adaptive
             # round, "<name>__r1") is not matched
@@ -310,8 +407,37 @@ class SweepStore:
             )
             atomic_write_text(self.inside(f"samples_{variant}_{stamp}.jsonl"), lines)
         path = self.results_path(chunk)
+        self._drop_elsewhere(chunk, path, set(results.get("results") or {}))
         atomic_write_text(path, json.dumps(results, indent=2, default=handle_non_serializable, ensure_ascii=False))
         return path
+
+    def _drop_elsewhere(self, chunk: str, path: Path, names: set[str]) -> None:
+        """Remove ``names`` from the chunk's other results files (a variant evaluated again because
+        its samples file was missing): each variant stays in one results file. A file left with no
+        variant is deleted. Runs before the new results file is committed: a sweep killed between
+        the two finds the variants not done, and evaluates them again."""
+        if not names:
+            return
+        prefix = chunk.rsplit("__", 1)[0]  # a job key is <chunk>__<hash>
+        for other in sorted(self.root.glob(f"results_{glob.escape(prefix)}__*.json")):
+            if other == path:
+                continue
+            try:
+                data = json.loads(other.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            if not isinstance(data, dict):
+                continue
+            held = set(data.get("results") or {}) & names
+            if not held:
+                continue
+            for key in _PER_VARIANT_KEYS:
+                if isinstance(data.get(key), dict):
+                    data[key] = {k: v for k, v in data[key].items() if k not in held}
+            if data.get("results"):
+                atomic_write_text(other, json.dumps(data, indent=2, default=handle_non_serializable, ensure_ascii=False))
+            else:
+                other.unlink()
 
     def write_plan(self, plan: dict[str, Any]) -> None:
         with self.updating():
@@ -319,6 +445,32 @@ class SweepStore:
 
     def result_files(self) -> Iterable[Path]:
         return sorted(self.root.glob("results_*.json"))
+
+
+# the command-line options of protocol fields (``identity.protocol_fields``), to say how to resume
+_PROTOCOL_FLAGS = {"num_fewshot": "--num-fewshot", "test_sample": "--test-sample", "test_seed": "--test-seed",
+                   "truncate_words": "--truncate-words", "order_mode": "--order-mode",
+                   "perturbation_seed": "--perturbation-seed", "perturbation_mode": "--perturbation-mode",
+                   "data_dir": "--data-dir", "bank_dir": "--bank-dir", "harness.test_sample": "--test-sample",
+                   "harness.test_seed": "--test-seed"}
+
+
+def _resume_flag(field: str, old: Any, planned: dict[str, Any]) -> str | None:
+    """The option that gives ``field`` the folder's value ``old`` again, or None (no option sets it).
+
+        >>> _resume_flag("harness.num_fewshot", 2, {"harness": {"task": "hellaswag"}})
+        '--harness-tasks hellaswag:2'
+        >>> _resume_flag("test_sample", 4, {}), _resume_flag("instruction_text_sha", "ab", {})
+        ('--test-sample 4', None)
+    """
+    if old is None or isinstance(old, (dict, list)):
+        return None
+    if field.endswith("fewshot_as_multiturn") and isinstance(old, bool):
+        return "--fewshot-as-multiturn" if old else "--no-fewshot-as-multiturn"
+    if field == "harness.num_fewshot":
+        return f"--harness-tasks {(planned.get('harness') or {}).get('task')}:{old}"
+    flag = _PROTOCOL_FLAGS.get(field)
+    return f"{flag} {old}" if flag else None
 
 
 # the options of a budget record beside fraction and seed, as the command line spells them; a record

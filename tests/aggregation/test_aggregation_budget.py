@@ -292,7 +292,7 @@ def test_method_rows_give_the_relative_gain_and_the_difference_to_null_with_inte
 def test_the_difference_to_an_estimated_null_covers_the_full_grid_s_difference():
     from instructeval_aggregation.bootstrap import rng_for
     from instructeval_aggregation.budgeted import estimate_grid, method_contrasts
-    from instructeval_tasks.item_response import Cells
+    from instructeval_tasks.estimation.item_response import Cells
 
     # null (one instruction) and two methods of eight instructions, 15% of the cells each, null included
     methods = ["null"] + ["generic"] * 8 + ["adhoc"] * 8
@@ -403,8 +403,8 @@ def test_choice_score_intervals_cover_the_full_grid(tmp_path):
 
 def test_label_score_quantile_intervals_span_the_draws_and_the_estimates():
     from instructeval_aggregation.budgeted import QUANTILES, estimate_grid
-    from instructeval_tasks.choice_scores import ChoiceGrid
-    from instructeval_tasks.item_response import Cells
+    from instructeval_tasks.estimation.choice_scores import ChoiceGrid
+    from instructeval_tasks.estimation.item_response import Cells
 
     _, per_token, gold = _label_scores(4)
     y = (per_token.argmax(axis=-1) == gold[None]).astype(float)

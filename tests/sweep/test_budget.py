@@ -340,25 +340,8 @@ def test_an_adaptive_budget_adds_rounds_of_new_cells_up_to_the_uniform_total(tmp
         run_sweep(output=tmp_path / "a", budget=Budget(0.5, min_items=1, design="adaptive"), **kwargs)
 
 
-def test_a_folder_whose_rounds_were_chosen_before_the_label_scores_resumes_as_it_was_begun(
-        tmp_path, tiny_model_dir, tiny_data_dir, monkeypatch):
-    import instructeval_tasks.sweep.adaptive as adaptive
-
-    kwargs = dict(model="hf", model_args=f"pretrained={tiny_model_dir},dtype=float32", tasks="agnews", methods="null,generic",
-                  profile="quick", data_dir=str(tiny_data_dir), progress=False, budget=Budget(0.5, min_items=1, design="adaptive"),
-                  overrides={"instructions_per_method": 5, "test_sample": 8, "settings": ["zero_shot"]})
-    with monkeypatch.context() as patched:  # the version before: the item-response model, no allocation recorded
-        patched.setattr(adaptive, "_legacy_rounds", lambda saved, grid: True)
-        begun = run_sweep(output=tmp_path / "a", **kwargs)
-    rounds = {n: v["meta"]["budget"] for n, v in _variants(tmp_path / "a").items() if v["meta"]["budget"]["round"] > 0}
-    assert rounds and not any("allocation" in record for record in rounds.values())
-    again = run_sweep(output=tmp_path / "a", **kwargs)  # this version: the saved rounds re-derived, none re-run
-    assert again.evaluated == 0 and again.skipped == begun.evaluated
-    assert {n: v["meta"]["budget"] for n, v in _variants(tmp_path / "a").items() if v["meta"]["budget"]["round"] > 0} == rounds
-
-
 def test_a_round_chooses_the_cells_the_label_scores_are_least_sure_of():
-    from instructeval_tasks.choice_scores import ChoiceScores, choice_grid
+    from instructeval_tasks.estimation.choice_scores import ChoiceScores, choice_grid
     from instructeval_tasks.sweep.budget import next_round_cells, observed_cells
 
     # instruction "a" saw all 20 items, "b" items 0-9; both answered every item right. By the answers

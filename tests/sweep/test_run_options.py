@@ -227,3 +227,46 @@ def test_a_bad_integer_list_names_the_option_and_the_format(capsys):
     assert exit_.value.code == 2
     assert _one_error_line(capsys.readouterr().err).startswith(
         "instructeval: error: argument --ordering-demo-seeds: '1,a' is not a comma list of integers, e.g. 0,1,2")
+
+
+def test_a_negative_wait_lock_is_refused_and_the_option_alone_waits_without_limit(capsys):
+    for value in ("-5", "nan"):
+        with pytest.raises(SystemExit) as exit_:
+            cli.main(["run", "--model", "hf", "--tasks", "agnews", "--output", "out", "--wait-lock", value])
+        assert exit_.value.code == 2
+        assert _one_error_line(capsys.readouterr().err).startswith(
+            f"instructeval: error: argument --wait-lock: '{value}' is not a number of seconds >= 0; give e.g. "
+            "--wait-lock 600, or --wait-lock alone to wait without limit")
+    parse = cli.build_parser().parse_args
+    assert parse(["run", "--model", "hf", "--output", "o", "--wait-lock"]).wait_lock < 0  # RunLock: no limit
+    assert parse(["run", "--model", "hf", "--output", "o", "--wait-lock", "0"]).wait_lock == 0
+
+
+# ------------------------------------------------- the nine tasks' protocol options with harness tasks
+
+def _harness_dry_run(capsys, tmp_path, tiny_model_dir, tiny_data_dir, *extra: str) -> tuple[int, str]:
+    return _cli(capsys, ["--model", "hf", "--model_args", f"pretrained={tiny_model_dir},dtype=float32",
+                         "--harness-tasks", "hellaswag", "--methods", "null", "--instructions-per-method", "1",
+                         "--test-sample", "2", "--data-dir", str(tiny_data_dir), "--output", str(tmp_path / "out"),
+                         "--dry-run", *extra])
+
+
+def test_num_fewshot_without_the_nine_tasks_is_refused_pointing_at_the_nshot_syntax(tmp_path, tiny_model_dir, tiny_data_dir,
+                                                                                   capsys, no_model_load):
+    code, err = _harness_dry_run(capsys, tmp_path, tiny_model_dir, tiny_data_dir, "--num-fewshot", "3")
+    assert code == 2
+    assert _one_error_line(err) == (
+        "instructeval: error: --num-fewshot 3 sets K of the nine InstructEval tasks (--tasks), and none is given; "
+        "a harness task's n-shot follows its name: --harness-tasks hellaswag:3")
+    code, err = _harness_dry_run(capsys, tmp_path, tiny_model_dir, tiny_data_dir, "--selections", "4")
+    assert code == 2 and "--selections applies to the nine InstructEval tasks (--tasks) only" in _one_error_line(err)
+
+
+def test_num_fewshot_with_the_nine_tasks_says_which_harness_tasks_keep_their_nshot(tmp_path, tiny_model_dir, tiny_data_dir,
+                                                                                  capsys, no_model_load):
+    code, err = _harness_dry_run(capsys, tmp_path, tiny_model_dir, tiny_data_dir, "--num-fewshot", "3", "--tasks", "agnews",
+                                 "--settings", "zero_shot")
+    assert code == 0, err
+    assert ("--num-fewshot 3 sets K of the nine tasks only: hellaswag keep(s) the harness task's own n-shot; "
+            "write hellaswag:3 in --harness-tasks to give it 3") in err
+    assert "hellaswag (0-shot)" in err

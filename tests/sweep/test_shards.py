@@ -238,3 +238,37 @@ def test_two_shards_at_once_choose_the_adaptive_rounds_of_the_single_run(adaptiv
     assert all(output.count("waiting for chunk") <= 4 for output in outputs), outputs
     assert sorted(files_of(out)) == sorted(files_of(adaptive_single[0]))
     assert budget_cells_of(out) == adaptive_single[1]
+
+
+def test_a_shard_whose_part_another_did_says_so_and_counts_alike(adaptive_single, tmp_path, tiny_model_dir, tiny_data_dir,
+                                                                  capsys):
+    """A shard started after the whole sweep is saved (its part of the first slice is empty here, and
+    every round is saved): its lines and its summary count the same variants, all saved already."""
+    import shutil
+
+    out = tmp_path / "out"
+    shutil.copytree(adaptive_single[0], out)
+    assert cli_main(["run", "--model", "hf", "--model_args", f"pretrained={tiny_model_dir},dtype=float32", *ADAPTIVE,
+                     "--data-dir", str(tiny_data_dir), "--output", str(out), "--device", "cpu", "--shard", "5/6"]) == 0
+    captured = capsys.readouterr()
+    err = captured.err
+    assert ("shard 5/6 of the sweep: none of the 5 variants of --tasks falls to this shard (their 5 chunk(s) are dealt "
+            "round-robin over 6 shards)") in err
+    assert "0 of 0" not in err and "0 of 5 variants planned" not in err
+    rounds = [line for line in err.splitlines() if line.startswith("adaptive round")]
+    assert len(rounds) == 2 and all(", none to run" in line for line in rounds), err
+    in_rounds = sum(int(line.split(", all ")[1].split(" ")[0]) for line in rounds)
+    assert f"sweep finished: nothing evaluated here: the {in_rounds} variant(s) planned were saved already" in err
+    assert f"{in_rounds} planned, {in_rounds} skipped (done), 0 evaluated" in captured.out
+
+
+def test_a_shard_without_harness_tasks_says_so(tmp_path, tiny_model_dir, tiny_data_dir):
+    lines: list[str] = []
+    report = run_sweep(model="hf", model_args=f"pretrained={tiny_model_dir},dtype=float32", tasks=None, methods="null",
+                       output=tmp_path, overrides={"instructions_per_method": 1, "test_sample": 2},
+                       data_dir=str(tiny_data_dir), device="cpu", progress=False, harness_tasks="hellaswag", shard="1/2",
+                       dry_run=True, echo=lines.append)
+    assert (report.planned, report.skipped) == (0, 0)
+    assert lines[0].startswith("shard 1/2: none of the 1 harness task(s) falls to this shard (each is one chunk; the "
+                               "harness tasks are dealt round-robin over 2 shards)"), lines
+    assert not any("0 of 0" in line for line in lines)

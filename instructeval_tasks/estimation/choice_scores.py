@@ -98,11 +98,11 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import ClassVar, Mapping, Sequence
 
 import numpy as np
 
-from .item_response import Cells
+from .protocol import Cells, ChoiceGrid
 
 # The estimator's name in a budgeted grid's records (``budget.allocation``, the aggregation's ``estimator``)
 ESTIMATOR = "choice scores"
@@ -453,16 +453,6 @@ def choice_scores_of(records: Sequence[dict]) -> ChoiceScores:
                         [p[1] for p in parsed], np.array([p[2] for p in parsed], dtype=np.int64))
 
 
-@dataclass(frozen=True)
-class ChoiceGrid:
-    """A classification grid's label scores for ``instructeval_tasks.choice_scores``: ``scores``
-    (``rows x items x labels``, NaN where unobserved), each item's gold label index ``gold``."""
-
-    scores: np.ndarray
-    gold: np.ndarray
-    labels: tuple
-
-
 def choice_grid(cells: Cells, scored: Sequence[tuple[int, ChoiceScores]], metric: str,
                 token_counts: Sequence[object]) -> ChoiceGrid | str:
     """The label scores ``z_ijk`` of every observed cell under ``metric``'s rule (``acc``: the
@@ -528,3 +518,52 @@ def choice_grid(cells: Cells, scored: Sequence[tuple[int, ChoiceScores]], metric
     if wrong:
         return f"the label scores give another answer than {metric} on {wrong} cells"
     return ChoiceGrid(scores, gold, labels)
+
+
+@dataclass(frozen=True)
+class ChoiceScoreGridFit:
+    """:class:`~.protocol.GridFit` of the label-score model: ``fitted`` on ``cells`` (and their label scores)."""
+
+    name: ClassVar[str] = ESTIMATOR
+    quantiles_from_draws: ClassVar[bool] = False  # the estimates are not pulled toward their method's (module doc)
+
+    fitted: ChoiceScoreFit
+    cells: Cells
+
+    @property
+    def s_instruction(self) -> float:
+        return self.fitted.s_u
+
+    @property
+    def s_item(self) -> float:
+        return self.fitted.s_v
+
+    def probabilities(self) -> np.ndarray:
+        return self.fitted.probabilities
+
+    def estimates(self) -> np.ndarray:
+        y, observed = self.cells.matrices()
+        return choice_score_accuracy(self.fitted, observed, y)
+
+    def draws(self, n_draws: int, rng: np.random.Generator) -> np.ndarray:
+        """``spread_draws``: the method means' spread from the held-out calibration (module doc)."""
+        y, observed = self.cells.matrices()
+        grid = self.cells.label_scores
+        return spread_draws(grid.scores, observed, y, grid.gold, self.cells.group_index(), n_draws, rng, fitted=self.fitted)
+
+
+class ChoiceScoreEstimator:
+    """:class:`~.protocol.Estimator` of the label-score model (module doc): fits a grid whose cells
+    carry their label scores (``Cells.label_scores``, from :func:`choice_grid`)."""
+
+    name: ClassVar[str] = ESTIMATOR
+
+    def applies(self, cells: Cells) -> bool:
+        return cells.label_scores is not None
+
+    def fit(self, cells: Cells) -> ChoiceScoreGridFit:
+        if cells.label_scores is None:
+            raise ValueError(f"the {ESTIMATOR} estimator needs the cells' label scores (Cells.label_scores)")
+        y, observed = cells.matrices()
+        grid = cells.label_scores
+        return ChoiceScoreGridFit(fit_choice_scores(grid.scores, observed, y, grid.gold, cells.group_index()), cells)

@@ -95,9 +95,11 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator, Mapping
+from typing import ClassVar, Iterator, Mapping
 
 import numpy as np
+
+from .protocol import Cells
 
 ITEM_GRID = np.linspace(-8.0, 8.0, 33)
 METHOD_PRIOR_SD = 1.0
@@ -108,46 +110,6 @@ NEWTON_STEPS = 3
 # The estimator's name in a budgeted grid's records (``budget.allocation``, the aggregation's ``estimator``)
 ESTIMATOR = "item-response"
 MAX_CLASSES = 10  # the most gold classes given their own effects (the nine tasks have at most 6)
-
-
-@dataclass(frozen=True)
-class Cells:
-    """The observed cells of one grid: instruction ``rows[k]`` on item ``cols[k]`` scored ``y[k]``.
-
-    ``groups[i]`` (optional) is instruction i's method index; without it every instruction shares
-    one effect. ``classes[j]`` (optional) is item j's gold class index; with it an instruction's
-    effect is one per class (module doc); without it one per instruction.
-    """
-
-    rows: np.ndarray
-    cols: np.ndarray
-    y: np.ndarray
-    n_rows: int
-    n_cols: int
-    groups: np.ndarray | None = None
-    classes: np.ndarray | None = None
-
-    @property
-    def n_groups(self) -> int:
-        return 1 if self.groups is None else int(self.groups.max()) + 1
-
-    @property
-    def n_classes(self) -> int:
-        return 1 if self.classes is None else int(np.max(self.classes)) + 1
-
-    def group_index(self) -> np.ndarray:
-        return np.zeros(self.n_rows, dtype=int) if self.groups is None else np.asarray(self.groups, dtype=int)
-
-    def class_index(self) -> np.ndarray:
-        return np.zeros(self.n_cols, dtype=int) if self.classes is None else np.asarray(self.classes, dtype=int)
-
-    def matrices(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(Y, O)``: ``n_rows x n_cols`` scores (0 where unobserved) and the observed mask."""
-        observed = np.zeros((self.n_rows, self.n_cols), dtype=bool)
-        observed[self.rows, self.cols] = True
-        scores = np.zeros((self.n_rows, self.n_cols))
-        scores[self.rows, self.cols] = self.y
-        return scores, observed
 
 
 def target_text(target: object) -> str | None:
@@ -582,3 +544,43 @@ def allocate_cells(variance: np.ndarray, n_new: int, *, frozen_rows: np.ndarray 
         order = np.lexsort((np.arange(v.shape[1]), -v[i]))
         chosen[int(i)] = sorted(int(j) for j in order[: quota[i]])
     return chosen
+
+
+@dataclass(frozen=True)
+class ItemResponseGridFit:
+    """:class:`~.protocol.GridFit` of the crossed model: ``crossed`` fitted to ``cells``."""
+
+    name: ClassVar[str] = ESTIMATOR
+    quantiles_from_draws: ClassVar[bool] = True  # every acc_i is pulled toward its method's (module doc)
+
+    crossed: CrossedFit
+    cells: Cells
+
+    @property
+    def s_instruction(self) -> float:
+        return self.crossed.s_a
+
+    @property
+    def s_item(self) -> float:
+        return self.crossed.s_item
+
+    def probabilities(self) -> np.ndarray:
+        return self.crossed.probabilities()
+
+    def estimates(self) -> np.ndarray:
+        return instruction_accuracy(self.crossed, self.cells)
+
+    def draws(self, n_draws: int, rng: np.random.Generator) -> np.ndarray:
+        return predictive_draws(self.crossed, self.cells, n_draws, rng)
+
+
+class ItemResponseEstimator:
+    """:class:`~.protocol.Estimator` of the crossed item-response model (module doc): fits any grid."""
+
+    name: ClassVar[str] = ESTIMATOR
+
+    def applies(self, cells: Cells) -> bool:
+        return True
+
+    def fit(self, cells: Cells) -> ItemResponseGridFit:
+        return ItemResponseGridFit(fit_crossed(cells), cells)
