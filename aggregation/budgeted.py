@@ -56,7 +56,7 @@ from .samples import merge_targets, read_sample_targets, read_targets_and_choice
 
 BUDGET_KEY = "budget"
 QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
-DEFAULT_IRT_BOOT = 200
+DEFAULT_ESTIMATE_DRAWS = 200  # --estimate-draws
 
 GRID_COLUMNS = ["model", "task", "grid", "setting", "metric", "n_instructions", "n_items", "observed_cells",
                 "grid_cells", "observed_share", "s_instruction", "s_item", "method_covariate", "item_classes", "n_boot", "design",
@@ -348,7 +348,7 @@ def estimate_budgeted(
     metric_of: Mapping[tuple[str, str], str],
     issues: IssueLog,
     *,
-    n_boot: int = DEFAULT_IRT_BOOT,
+    n_boot: int = DEFAULT_ESTIMATE_DRAWS,
     level: float = 0.95,
     seed: str = "instructeval",
     method_covariate: bool = True,
@@ -379,6 +379,7 @@ def estimate_budgeted(
         cells, observed, row_variants, choice = built
         if not method_covariate:
             cells = dataclasses.replace(cells, groups=None)
+        # ("irt": the label the draws have always been seeded with, so the same --seed gives the same draws)
         est = estimate_grid(cells, n_boot=n_boot, level=level, rng=rng_for(seed, "irt", model, task, grid),
                             choice=choice if isinstance(choice, ChoiceGrid) else None)
         fit, point, draws = est.fit, est.point, est.replicates

@@ -58,10 +58,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-samples", action="store_true", help="do not read per-sample logs (no CIs, tests, worst-case)")
     parser.add_argument("--no-plots", action="store_true", help="do not draw figures")
     parser.add_argument("--strict", action="store_true", help="treat warnings as errors: stop before writing anything")
-    parser.add_argument("--irt-bootstrap", dest="irt_bootstrap", type=int, default=200, metavar="B",
-                        help="posterior predictive draws for the budgeted sweeps' intervals (0: off; default 200)")
-    parser.add_argument("--no-irt-method-covariate", dest="irt_method_covariate", action="store_false",
-                        help="fit the budgeted sweeps' item-response model without a method effect")
+    parser.add_argument("--estimate-draws", dest="estimate_draws", type=int, default=200, metavar="B",
+                        help="predictive draws of the budgeted sweeps' estimates, for their intervals (0: off; default 200)")
+    parser.add_argument("--no-estimate-method-effect", dest="estimate_method_effect", action="store_false",
+                        help="fit the budgeted sweeps' estimators without a method effect")
     parser.add_argument("--model-alias", dest="model_alias", action="append", default=[], metavar="NAME=LABEL",
                         help="compare stock results of model NAME with the InstructEval runs of LABEL (repeatable)")
     parser.add_argument("--write-back", dest="write_back", action="store_true",
@@ -107,8 +107,8 @@ def run(args: argparse.Namespace) -> int:
         decimals=args.decimals,
         strict=args.strict,
         use_samples=not args.no_samples,
-        irt_boot=args.irt_bootstrap,
-        irt_method_covariate=args.irt_method_covariate,
+        estimate_draws=args.estimate_draws,
+        estimate_method_effect=args.estimate_method_effect,
     )
     from .leaderboard_loading import parse_aliases
     from .leaderboard_report import add_leaderboard

@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 
 from .bootstrap import bootstrap_cells, paired_tests
-from .budgeted import DEFAULT_IRT_BOOT, BudgetEstimates, estimate_budgeted, is_budgeted
+from .budgeted import DEFAULT_ESTIMATE_DRAWS, BudgetEstimates, estimate_budgeted, is_budgeted
 from .estimate_marks import mark_estimates
 from .catalog import ACCURACY_METRICS, GENERATION_METRICS, METRIC_TITLES, SENSITIVITY_METRICS, order_methods, order_tasks
 from .issues import AggregationError, Issue, IssueLog
@@ -49,8 +49,8 @@ class AggregateOptions:
         decimals: decimals printed in Markdown/LaTeX.
         strict: warnings count as errors (raise before anything is written).
         use_samples: read per-sample logs (intervals, tests, worst-case accuracy).
-        irt_boot: posterior predictive draws of the budgeted sweeps' item-response estimates (0: none).
-        irt_method_covariate: the item-response model has a method effect (``budgeted.py``).
+        estimate_draws: predictive draws of the budgeted sweeps' estimates, for their intervals (0: none).
+        estimate_method_effect: the budgeted sweeps' estimators have a method effect (``budgeted.py``).
     """
 
     metric: str | None = None
@@ -67,8 +67,8 @@ class AggregateOptions:
     decimals: int = 3
     strict: bool = False
     use_samples: bool = True
-    irt_boot: int = DEFAULT_IRT_BOOT
-    irt_method_covariate: bool = True
+    estimate_draws: int = DEFAULT_ESTIMATE_DRAWS
+    estimate_method_effect: bool = True
 
     def validate(self) -> None:
         if self.metric not in (None, "acc_per_token", "acc", "acc_norm"):
@@ -91,8 +91,8 @@ class AggregateOptions:
             raise AggregationError("--tie-tolerance must be a number >= 0")
         if not 0 <= self.decimals <= 12:
             raise AggregationError("--decimals must be between 0 and 12")
-        if self.irt_boot < 0 or 0 < self.irt_boot < 10:
-            raise AggregationError("--irt-bootstrap must be 0 (off) or at least 10")
+        if self.estimate_draws < 0 or 0 < self.estimate_draws < 10:
+            raise AggregationError("--estimate-draws must be 0 (off) or at least 10")
 
 
 @dataclass
@@ -227,8 +227,8 @@ def aggregate(runset: RunSet, options: AggregateOptions | None = None, *, allow_
     _check_ddof(variants, options, issues)
     if not options.use_samples and any(is_budgeted(v) for v in variants):
         raise AggregationError("budgeted sweeps (run --budget) are estimated from their per-sample logs: drop --no-samples")
-    variants, budget = estimate_budgeted(variants, metric_of, issues, n_boot=options.irt_boot, level=options.ci_level,
-                                         seed=options.seed, method_covariate=options.irt_method_covariate,
+    variants, budget = estimate_budgeted(variants, metric_of, issues, n_boot=options.estimate_draws, level=options.ci_level,
+                                         seed=options.seed, method_covariate=options.estimate_method_effect,
                                          null_weight=options.null_weight)
     if not variants:
         raise AggregationError("no InstructEval variant left to aggregate:\n" + "\n".join(f"  - {i}" for i in issues.sorted()), issues.sorted())

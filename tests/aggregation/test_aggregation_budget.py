@@ -55,7 +55,7 @@ def test_aggregate_replaces_budgeted_values_by_estimates_and_marks_them(tmp_path
     y_budget, y_full = _truth(10), _truth(11)
     _budgeted_run(tmp_path / "runs", "model-a", y_budget)
     _full_run(tmp_path / "runs", "model-b", y_full)
-    result = aggregate(load_runs([tmp_path / "runs"]), n_boot=0, irt_boot=50)
+    result = aggregate(load_runs([tmp_path / "runs"]), n_boot=0, estimate_draws=50)
     assert result.budget is not None
     inst = result.instructions.set_index(["model", "instruction"])
     # the full grid keeps its exact numbers
@@ -79,7 +79,7 @@ def test_aggregate_replaces_budgeted_values_by_estimates_and_marks_them(tmp_path
     quantiles = result.budget.quantiles.set_index("quantile")
     assert (quantiles["ci_low"] <= quantiles["estimate"]).all() and (quantiles["estimate"] <= quantiles["ci_high"]).all()
     assert quantiles["estimate"].is_monotonic_increasing  # the draws' median quantiles
-    without_draws = aggregate(load_runs([tmp_path / "runs"]), n_boot=0, irt_boot=0).budget
+    without_draws = aggregate(load_runs([tmp_path / "runs"]), n_boot=0, estimate_draws=0).budget
     assert without_draws.quantiles.set_index("quantile").loc[0.5, "estimate"] == pytest.approx(np.median(est["estimate"]))
     assert result.tables["gain_zero_shot"].estimated == frozenset({"agnews"})
 
@@ -110,9 +110,9 @@ def test_full_grids_alone_show_no_estimate_marks(tmp_path):
 def test_estimates_are_seeded_and_recorded(tmp_path):
     _budgeted_run(tmp_path / "runs", "model-a", _truth(10))
     runs = load_runs([tmp_path / "runs"])
-    first = aggregate(runs, n_boot=0, irt_boot=30, seed="s1").budget.instructions
-    again = aggregate(runs, n_boot=0, irt_boot=30, seed="s1").budget.instructions
-    other = aggregate(runs, n_boot=0, irt_boot=30, seed="s2").budget.instructions
+    first = aggregate(runs, n_boot=0, estimate_draws=30, seed="s1").budget.instructions
+    again = aggregate(runs, n_boot=0, estimate_draws=30, seed="s1").budget.instructions
+    other = aggregate(runs, n_boot=0, estimate_draws=30, seed="s2").budget.instructions
     assert first.equals(again)
     assert first["estimate"].equals(other["estimate"]) and not first["ci_low"].equals(other["ci_low"])
 
@@ -123,7 +123,7 @@ def test_a_budgeted_variant_without_matching_samples_is_an_error_not_a_number(tm
     sample = next(path.parent.glob(f"samples_{variants[2].name}_*.jsonl"))
     lines = sample.read_text().splitlines()
     sample.write_text("\n".join(lines[:-1]) + "\n")  # one cell missing: samples of another run
-    result = aggregate(load_runs([tmp_path / "runs"]), n_boot=0, irt_boot=0)
+    result = aggregate(load_runs([tmp_path / "runs"]), n_boot=0, estimate_draws=0)
     errors = [i for i in result.issues if i.code == "budget"]
     assert len(errors) == 1 and "samples of another run" in errors[0].message
     assert set(result.instructions["model"]) == {"model-b"}  # the grid is dropped, the other model kept
@@ -151,7 +151,7 @@ def test_leaderboard_tables_say_when_the_instructeval_side_is_estimated(tmp_path
     map_file = tmp_path / "map.yaml"
     map_file.write_text("counterparts:\n  agnews:\n    stock_task: ag_news\n    metric: acc\n    num_fewshot: 0\n")
     runs = load_runs([tmp_path / "runs"])
-    result = aggregate(runs, n_boot=0, irt_boot=0)
+    result = aggregate(runs, n_boot=0, estimate_draws=0)
     add_leaderboard(result, runs, [tmp_path / "runs"], leaderboard_map=str(map_file))
     notes = [t.note for name, t in result.tables.items() if name.startswith("leaderboard")]
     assert notes and all("agnews zero_shot are estimates of a budgeted sweep" in n for n in notes)
@@ -175,7 +175,7 @@ def test_an_estimate_never_replaces_the_exact_result_of_the_same_variant(tmp_pat
     issues = [i for i in runs.issues.sorted() if i.code == "budget-duplicate"]
     assert len(issues) == len(INSTRUCTIONS)
     assert all(i.level == "error" and "--budget 0.25 seed 0" in i.message and "exact result is kept" in i.message for i in issues)
-    result = aggregate(runs, n_boot=0, irt_boot=0)
+    result = aggregate(runs, n_boot=0, estimate_draws=0)
     assert result.budget is None
     inst = result.instructions.set_index("instruction")
     for i, (_, iid) in enumerate(INSTRUCTIONS):
@@ -194,7 +194,7 @@ def test_budgeted_copies_of_different_budgets_are_both_dropped(tmp_path):
 
 def test_the_estimates_say_which_design_dealt_the_cells(tmp_path):
     _budgeted_run(tmp_path / "runs", "model-a", _truth(10), design="balanced")
-    result = aggregate(load_runs([tmp_path / "runs"]), n_boot=0, irt_boot=0)
+    result = aggregate(load_runs([tmp_path / "runs"]), n_boot=0, estimate_draws=0)
     assert result.budget.grids["design"].tolist() == ["balanced"]
     write_report(result, tmp_path / "report")
     assert "balanced design)" in (tmp_path / "report" / "report.html").read_text()
@@ -205,7 +205,7 @@ def test_the_fit_gives_each_gold_class_its_own_instruction_effects(tmp_path):
     labels = [str(j % 4) for j in range(N_ITEMS)]
     _budgeted_run(tmp_path / "runs", "model-a", _truth(10), targets=labels)
     runs = load_runs([tmp_path / "runs"])
-    result = aggregate(runs, n_boot=0, irt_boot=0)
+    result = aggregate(runs, n_boot=0, estimate_draws=0)
     assert result.budget.grids["item_classes"].tolist() == [4]
     assert not [i for i in result.issues if i.code == "budget"]
     write_report(result, tmp_path / "report")
@@ -213,12 +213,12 @@ def test_the_fit_gives_each_gold_class_its_own_instruction_effects(tmp_path):
     assert "item_classes" in (tmp_path / "report" / "data" / "budget_grids.csv").read_text().splitlines()[0]
     # the samples' gold answer ("3" or 3 alike) is what the classes are read from: one answer, one effect
     _budgeted_run(tmp_path / "one", "model-a", _truth(10))
-    assert aggregate(load_runs([tmp_path / "one"]), n_boot=0, irt_boot=0).budget.grids["item_classes"].tolist() == [1]
+    assert aggregate(load_runs([tmp_path / "one"]), n_boot=0, estimate_draws=0).budget.grids["item_classes"].tolist() == [1]
 
 
 def test_open_answers_are_no_classes(tmp_path):
     _budgeted_run(tmp_path / "runs", "model-a", _truth(10), targets=[f"answer {j}" for j in range(N_ITEMS)], task="nq_open")
-    result = aggregate(load_runs([tmp_path / "runs"]), n_boot=0, irt_boot=0)
+    result = aggregate(load_runs([tmp_path / "runs"]), n_boot=0, estimate_draws=0)
     assert result.budget.grids["item_classes"].tolist() == [1]
 
 
@@ -242,7 +242,7 @@ def test_an_item_with_two_gold_answers_is_an_error_naming_the_samples_file(tmp_p
             break
         seen.update(dict.fromkeys(items, v.name))
     with pytest.raises(AggregationError) as err:  # the grid is dropped, not fitted to mixed data: nothing is left
-        aggregate(load_runs([tmp_path / "runs"]), n_boot=0, irt_boot=0)
+        aggregate(load_runs([tmp_path / "runs"]), n_boot=0, estimate_draws=0)
     errors = [i for i in err.value.issues if i.level == "error" and i.code == "budget"]
     assert errors and f"item {shared[0]} has gold answer '9' here" in errors[0].message and errors[0].file == v.samples_path
 
@@ -254,7 +254,7 @@ def test_an_item_no_instruction_saw_leaves_one_effect_per_instruction_and_says_s
     for v in runs.variants:  # blank one item's gold answer in every samples file
         _rewrite_targets(v.samples_path, lambda doc_id, target: None if doc_id == 5 else target)
     runs = load_runs([tmp_path / "runs"])
-    result = aggregate(runs, n_boot=0, irt_boot=0)
+    result = aggregate(runs, n_boot=0, estimate_draws=0)
     assert result.budget.grids["item_classes"].tolist() == [1]
     warnings = [i for i in result.issues if i.code == "budget" and i.level == "warning"]
     assert warnings and "items [5]" in warnings[0].message
@@ -263,7 +263,7 @@ def test_an_item_no_instruction_saw_leaves_one_effect_per_instruction_and_says_s
 def test_method_rows_give_the_relative_gain_and_the_difference_to_null_with_intervals(tmp_path):
     _budgeted_run(tmp_path / "runs", "model-a", _truth(10))  # null estimated like the others: 10 of 40 items
     runs = load_runs([tmp_path / "runs"])
-    result = aggregate(runs, n_boot=0, irt_boot=100)
+    result = aggregate(runs, n_boot=0, estimate_draws=100)
     methods = result.budget.methods.set_index("method")
     gains = result.gains[(result.gains["model"] == "model-a") & (result.gains["metric"] == "zero_shot")]
     for method in ("null", "generic"):  # the main gain table's number, with an interval from the draws
@@ -277,7 +277,7 @@ def test_method_rows_give_the_relative_gain_and_the_difference_to_null_with_inte
     assert generic["vs_null_high"] - generic["vs_null_low"] > generic["ci_high"] - generic["ci_low"]
     assert np.isnan(null["vs_null"]) and np.isnan(null["p_above_null"])
     # --null-weight reaches the baseline; no draws, no intervals
-    flat = aggregate(runs, n_boot=0, irt_boot=0, null_weight=1).budget.methods.set_index("method")
+    flat = aggregate(runs, n_boot=0, estimate_draws=0, null_weight=1).budget.methods.set_index("method")
     est = result.budget.instructions
     mu = est["estimate"].mean()
     generic_rows = est.loc[est["method"] == "generic", "estimate"]
@@ -363,7 +363,7 @@ def test_a_classification_grid_is_estimated_from_its_label_scores(tmp_path):
         y = _scored_run(tmp_path / f"scored{seed}", seed)
         _scored_run(tmp_path / f"plain{seed}", seed, token_counts=False)
         for name, folder in (("scores", f"scored{seed}"), ("item-response", f"plain{seed}")):
-            result = aggregate(load_runs([tmp_path / folder]), n_boot=0, irt_boot=100)
+            result = aggregate(load_runs([tmp_path / folder]), n_boot=0, estimate_draws=100)
             grid = result.budget.grids.iloc[0]
             assert grid["estimator"].startswith("choice scores (log-likelihood per token of 4 labels)" if name == "scores"
                                                 else "item-response (acc_per_token needs the labels' token counts")
@@ -377,7 +377,7 @@ def test_a_classification_grid_is_estimated_from_its_label_scores(tmp_path):
     write_report(result, tmp_path / "report")  # the last one: without token counts
     html = (tmp_path / "report" / "report.html").read_text()
     assert "effects per gold class (4 classes)" in html and "label scores (" not in html
-    result = aggregate(load_runs([tmp_path / "scored3"]), n_boot=0, irt_boot=50)
+    result = aggregate(load_runs([tmp_path / "scored3"]), n_boot=0, estimate_draws=50)
     write_report(result, tmp_path / "report_scored")
     html = (tmp_path / "report_scored" / "report.html").read_text()
     assert "estimated from the observed cells' label scores (log-likelihood per token of 4 labels)" in html.replace("&#x27;", "'")
@@ -386,7 +386,7 @@ def test_a_classification_grid_is_estimated_from_its_label_scores(tmp_path):
 
 def test_label_scores_that_give_another_answer_than_the_metric_are_not_used(tmp_path):
     _scored_run(tmp_path / "runs", flip=True)
-    result = aggregate(load_runs([tmp_path / "runs"]), n_boot=0, irt_boot=0)
+    result = aggregate(load_runs([tmp_path / "runs"]), n_boot=0, estimate_draws=0)
     assert result.budget.grids["estimator"].tolist() == [
         "item-response (the label scores give another answer than acc_per_token on 1 cells)"]
 
@@ -395,7 +395,7 @@ def test_choice_score_intervals_cover_the_full_grid(tmp_path):
     inside = []
     for seed in (3, 4, 5, 6):
         y = _scored_run(tmp_path / f"runs{seed}", seed)
-        frame = aggregate(load_runs([tmp_path / f"runs{seed}"]), n_boot=0, irt_boot=200).budget.instructions
+        frame = aggregate(load_runs([tmp_path / f"runs{seed}"]), n_boot=0, estimate_draws=200).budget.instructions
         truth = {iid: y[k].mean() for k, (_, iid) in enumerate(INSTRUCTIONS)}
         inside += [row.ci_low - 1e-9 <= truth[row.instruction] <= row.ci_high + 1e-9 for row in frame.itertuples()]
     assert np.mean(inside) >= 0.85
@@ -430,14 +430,14 @@ def test_a_method_with_no_correct_answer_in_its_observed_cells_is_a_warning_with
     y = _truth(10)
     y[1:] = 0.0  # every generic instruction wrong on every item; null right on some
     _budgeted_run(tmp_path / "runs", "model-a", y)
-    result = aggregate(load_runs([tmp_path / "runs"]), n_boot=0, irt_boot=20)
+    result = aggregate(load_runs([tmp_path / "runs"]), n_boot=0, estimate_draws=20)
     n = int(result.budget.instructions.query("method == 'generic'")["observed_items"].sum())
     (warning,) = [i for i in result.issues if i.code == "budget" and i.level == "warning"]
     assert warning.message.startswith(f"grid 'agnews:zs' of model-a: no correct answer in the {n} observed cells of "
                                       f"generic (up to {1 - 0.025 ** (1 / n):.1%}): such a method's estimate")
     # a grid with both outcomes in every method's cells says nothing
     _budgeted_run(tmp_path / "mixed", "model-a", _truth(10))
-    mixed = aggregate(load_runs([tmp_path / "mixed"]), n_boot=0, irt_boot=20)
+    mixed = aggregate(load_runs([tmp_path / "mixed"]), n_boot=0, estimate_draws=20)
     assert not [i for i in mixed.issues if i.code == "budget" and i.level == "warning"]
 
 
@@ -445,7 +445,7 @@ def test_an_adaptive_grid_whose_correct_answers_fall_on_few_items_warns_that_its
     y = np.zeros((len(INSTRUCTIONS), N_ITEMS))
     y[:, :3] = 1.0  # NQ-Open's shape: every correct answer on three items
     _budgeted_run(tmp_path / "rare", "model-a", y, design="adaptive")
-    rare = aggregate(load_runs([tmp_path / "rare"]), n_boot=0, irt_boot=20)
+    rare = aggregate(load_runs([tmp_path / "rare"]), n_boot=0, estimate_draws=20)
     (warning,) = [i for i in rare.issues if i.code == "budget" and "fall on" in i.message]
     assert re.match(rf"grid 'agnews:zs' of model-a: its observed correct answers fall on [1-3] of {N_ITEMS} items: "
                     r"the adaptive design's intervals can be too narrow", warning.message)
@@ -453,5 +453,5 @@ def test_an_adaptive_grid_whose_correct_answers_fall_on_few_items_warns_that_its
     _budgeted_run(tmp_path / "balanced", "model-a", y, design="balanced")
     _budgeted_run(tmp_path / "mixed", "model-a", _truth(10), design="adaptive")
     for folder in ("balanced", "mixed"):
-        result = aggregate(load_runs([tmp_path / folder]), n_boot=0, irt_boot=20)
+        result = aggregate(load_runs([tmp_path / folder]), n_boot=0, estimate_draws=20)
         assert not [i for i in result.issues if "fall on" in i.message]

@@ -316,7 +316,7 @@ def test_an_adaptive_budget_adds_rounds_of_new_cells_up_to_the_uniform_total(tmp
 
     from instructeval_aggregation import aggregate, load_runs
 
-    result = aggregate(load_runs([tmp_path / "a"]), n_boot=0, irt_boot=20)
+    result = aggregate(load_runs([tmp_path / "a"]), n_boot=0, estimate_draws=20)
     grid = result.budget.grids.iloc[0]
     assert grid["observed_cells"] == sum(map(len, cells.values())) and grid["n_instructions"] == 6
     assert grid["item_classes"] == 4  # AG News's four labels, read from the harness's per-sample targets
@@ -500,7 +500,7 @@ def test_budget_extend_brings_a_saved_budgeted_folder_to_a_larger_share_keeping_
 
     from instructeval_aggregation import aggregate, load_runs
 
-    result = aggregate(load_runs([tmp_path / "a"]), n_boot=0, irt_boot=20)
+    result = aggregate(load_runs([tmp_path / "a"]), n_boot=0, estimate_draws=20)
     grid = result.budget.grids.iloc[0]
     assert grid["observed_cells"] == 38 and grid["n_instructions"] == 6
     assert grid["design"] == "balanced, extended to 0.5, extended to 0.75"
