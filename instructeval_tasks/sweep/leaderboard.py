@@ -235,12 +235,40 @@ def evaluate_stock(lm: Any, run: StockRun, *, log_samples: bool) -> tuple[dict[s
 
     task = LeaderboardStockTask(run, stock_config(run))
     samples = {run.name: task.scored_rows} if task.scored_rows is not None else None
+    check_stock_window(task, lm, run, samples=task.scored_rows)
     results = lm_eval.simple_evaluate(model=lm, tasks=[task], log_samples=log_samples, verbosity="ERROR",
                                       task_manager=object_task_manager(), fewshot_random_seed=FEWSHOT_SEED,
                                       samples=samples)
     samples = results.pop("samples", {}) if log_samples else {}
     results.pop("samples", None)
     return results, samples
+
+
+def check_stock_window(task: Any, lm: Any, run: StockRun, *, samples: list[int] | None) -> None:
+    """Measure the stock task's requests against ``lm``'s window as the sweep's variants are
+    (``harness_window``): refuse a cut prompt unless the sweep runs with ``--allow-truncation``
+    (``allow_truncation`` in the run's metadata; then the cuts are recorded under ``truncation`` in
+    its results' metadata), and a request no window can evaluate in any case."""
+    from ..truncation import ALLOW_TRUNCATION_KEY, TruncationError, mark_checked, measure_requests, unfit_reason
+    from .harness_window import built_requests, record_truncation
+
+    requests = built_requests(task, lm, samples=samples, chat={}, seed=FEWSHOT_SEED)
+    record, unfit = measure_requests(lm, requests, rows=samples)
+    window = "raise the window (max_length= in --model_args) if the model allows it"
+    if unfit is not None:
+        raise TruncationError(f"stock {run.name}: {unfit_reason(unfit, lm.max_length, item='eval row')}, so the harness "
+                              f"cannot evaluate it, even with --allow-truncation; {window}, or leave it out of "
+                              f"--leaderboard-tasks")
+    if record is not None and not run.metadata.get(ALLOW_TRUNCATION_KEY):
+        longest = record["longest"]
+        raise TruncationError(
+            f"stock {run.name} ({run.counterpart.num_fewshot}-shot): {record['items']} of {record['of']} prompts do not "
+            f"fit the model's window of {record['window']} tokens (the longest, eval row {longest['doc_id']}, has "
+            f"{longest['tokens']}); the harness would cut them from the left and the stock score would not be the "
+            f"leaderboard's. Use fewer shots (--leaderboard-tasks {run.counterpart.task}:K), {window}, or pass "
+            f"--allow-truncation to run anyway and record what was cut")
+    record_truncation(task, record)
+    mark_checked(task, lm)
 
 
 def plan_leaderboard(

@@ -302,7 +302,8 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
         from .leaderboard import plan_leaderboard
 
         stock_runs, notes = plan_leaderboard(leaderboard_tasks, leaderboard_map, task_names, test_sample=prof.test_sample,
-                                             test_seed=prof.test_seed, data_dir=data_dir, model_meta=model_meta)
+                                             test_seed=prof.test_seed, data_dir=data_dir,
+                                             model_meta={**model_meta, **({ALLOW_TRUNCATION_KEY: True} if o.allow_truncation else {})})
         for note in notes:
             echo(note)
         if executor != "local" or part:

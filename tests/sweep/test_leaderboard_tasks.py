@@ -201,3 +201,30 @@ def test_stock_tasks_need_the_local_executor_without_shards(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert code == 2 and err.startswith("instructeval: error: --leaderboard-tasks runs the stock tasks")
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_stock_task_whose_prompts_are_cut_is_refused_unless_allowed(tmp_path, tiny_model_dir, tiny_data_dir):
+    """The 2-shot stock prompts exceed a 60-token window where the zero-shot variant fits: the stock
+    run is refused after the variant is saved (nothing computed is lost); --allow-truncation runs it
+    and records the cuts in its results, as for the variants."""
+    from instructeval_tasks.truncation import TruncationError
+
+    common = dict(model="hf", model_args=f"pretrained={tiny_model_dir},dtype=float32,max_length=60", tasks="hellaswag",
+                  methods="null", profile="quick", overrides={"test_sample": 4, "settings": ["zero_shot"]},
+                  data_dir=str(tiny_data_dir), progress=False, leaderboard_tasks="hellaswag:2")
+    with pytest.raises(TruncationError, match=r"stock hellaswag \(2-shot\): \d of 4 prompts do not fit the model's window of 60"):
+        run_sweep(output=tmp_path / "refused", **common)
+    assert list(_entries(tmp_path / "refused")) == ["instructeval_hellaswag__null__zs"]
+    run_sweep(output=tmp_path / "allowed", allow_truncation=True, **common)
+    stock = _entries(tmp_path / "allowed")["hellaswag"]["meta"]
+    record = stock["truncation"]
+    assert stock["allow_truncation"] is True and record["window"] == 60 and record["of"] == 4
+    assert record["items"] == len(record["cut"]) > 0
+    assert all(fate == "intact" for _, _, fate in record["cut"])  # a stock prompt has no instruction to lose
+    from instructeval_aggregation.issues import IssueLog
+    from instructeval_aggregation.leaderboard_loading import load_stock_results
+
+    issues = IssueLog()
+    load_stock_results([tmp_path / "allowed"], issues)
+    warned = [i for i in issues.sorted() if i.code == "truncated"]
+    assert len(warned) == 1 and warned[0].message.startswith("stock ") and "the stock task has no instruction" in warned[0].message
