@@ -74,7 +74,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--wait-lock", dest="wait_lock", nargs="?", type=_wait_seconds, const=-1.0, default=None, metavar="SECONDS",
                         help="when another run holds <output>/<label>/.instructeval.lock, wait for it (up to SECONDS, "
                              "default without limit) instead of stopping at once")
-    scale = parser.add_argument_group("scaling out (see the README's 'Scaling out')")
+    scale = parser.add_argument_group("scaling out (see docs/scaling-out.md)")
     scale.add_argument("--executor", choices=tuple(EXECUTORS), default="local",
                        help="local: this process evaluates every chunk (default); ray: a pool of Ray workers, "
                             "each with its own model (pip install 'instructeval-harness[ray]')")
@@ -91,7 +91,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "or those listed; :N sets the n-shot, e.g. hellaswag:25)")
     parser.add_argument("--leaderboard-map", dest="leaderboard_map", default=None, metavar="FILE",
                         help="YAML map of InstructEval task -> stock task, metric, n-shot (default: the shipped one)")
-    budget = parser.add_argument_group("budgeted sweeps (see the README's 'Budgeted sweeps')")
+    budget = parser.add_argument_group("budgeted sweeps (see docs/budget.md)")
     budget.add_argument("--budget", type=float, default=None, metavar="F",
                         help="evaluate a seeded share F in (0, 1] of each (task, setting)'s (instruction, test item) "
                              "cells; 'instructeval aggregate' estimates the rest with an item-response model")
