@@ -54,8 +54,13 @@ The label scores (every cell's per-label log-likelihoods, the labels' token coun
 cache from a finished full sweep of its grids with ``--add-scores DIR`` (the run's answers must be
 the cache's, cell by cell).
 
+``--write-page docs/validation/budget.md`` also writes the table and the verdicts as a page of the
+documentation site (``validation_page``), stamped with the commit it measured and the command that
+made it.
+
 Usage:
     python benchmarks/budget_validation.py                       # every cache in benchmarks/data
+    python benchmarks/budget_validation.py --write-page docs/validation/budget.md
     python benchmarks/budget_validation.py --seeds 10 --budgets 0.1 --grids agnews:zs,emotion:zs
     python benchmarks/budget_validation.py --from-runs runs/full --cache benchmarks/data/budget_grid_smollm2_more.json --build-only
     python benchmarks/budget_validation.py --add-scores runs/full --cache benchmarks/data/budget_grid_smollm2.json
@@ -65,10 +70,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import warnings
+import datetime
 import json
+import shlex
+import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -84,6 +92,8 @@ GENERATION_METRIC = "quasi_exact_match"
 QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
 SWEEP_ARGS = dict(tasks=list(TASKS), methods=list(METHODS), profile="paper",
                   overrides={"instructions_per_method": 1000, "settings": ["zero_shot", "few_shot"], "n_selections": 1})
+# The full validation's settings (the command-line defaults); a smaller run's page says it is reduced
+DEFAULTS = {"seeds": 3, "draws": 300, "budgets": (0.05, 0.1, 0.25), "designs": ("uniform", "balanced", "adaptive")}
 
 
 # ------------------------------------------------------------------------------------ the cache
@@ -536,11 +546,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", type=Path, default=None,
                         help=f"one cache file (default: every {CACHES} in benchmarks/data)")
     parser.add_argument("--grids", default="", help="comma list of grid keys to check (default: all)")
-    parser.add_argument("--budgets", default="0.05,0.1,0.25")
-    parser.add_argument("--designs", default="uniform,balanced,adaptive")
-    parser.add_argument("--seeds", type=int, default=3, help="budget seeds per budget (default 3)")
-    parser.add_argument("--draws", "--boot", dest="draws", type=int, default=300,
-                        help="predictive draws per fit (default 300)")
+    parser.add_argument("--budgets", default=",".join(f"{b:g}" for b in DEFAULTS["budgets"]))
+    parser.add_argument("--designs", default=",".join(DEFAULTS["designs"]))
+    parser.add_argument("--seeds", type=int, default=DEFAULTS["seeds"],
+                        help=f"budget seeds per budget (default {DEFAULTS['seeds']})")
+    parser.add_argument("--draws", "--boot", dest="draws", type=int, default=DEFAULTS["draws"],
+                        help=f"predictive draws per fit (default {DEFAULTS['draws']})")
     parser.add_argument("--min-items", type=int, default=1,
                         help="--budget-min-items of the draws (default 1: the budget alone sets each quota)")
     parser.add_argument("--full-methods", default="null", help="--budget-full-methods of the draws (default null)")
@@ -559,6 +570,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--score-tokenizer", default=None,
                         help="with --add-scores, for results without choice_token_counts: the tokenizer that counts "
                              "acc_per_token's continuation tokens")
+    parser.add_argument("--write-page", type=Path, default=None, metavar="FILE",
+                        help="also write the table and the verdicts as a documentation page, stamped with the commit "
+                             "measured and this command (e.g. docs/validation/budget.md)")
     parser.add_argument("--work", type=Path, default=ROOT / "runs" / "budget_grid")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
@@ -594,19 +608,21 @@ def main(argv: list[str] | None = None) -> int:
     budgets = [float(b) for b in args.budgets.split(",")]
     designs = [d for d in args.designs.split(",") if d]
     full_methods = tuple(m for m in args.full_methods.split(",") if m)
+    caches = {}
     for path in paths:
         fp = json.loads(path.read_text(encoding="utf-8")).get("run_fingerprint") or {}
-        print(f"{path.name}: model files sha256 {str(fp.get('model_files_sha256'))[:12]}, dtype {fp.get('dtype')}, "
-              f"backend {fp.get('backend')}")
+        caches[path.name] = (f"{path.name}: model files sha256 {str(fp.get('model_files_sha256'))[:12]}, "
+                             f"dtype {fp.get('dtype')}, backend {fp.get('backend')}")
+        print(caches[path.name])
     print(f"full grids ({', '.join(p.name for p in paths)}): "
           + "; ".join(f"{k} {len(g['rows'])}x{len(g['labels'])}" for k, g in sorted(grids.items())))
-    header = (f"{'budget':>6} {'grid':<16} {'design':<8} {'estimator':<9} {'instr':>6} {'method':>6} {'quant':>6} "
-              f"{'rho':>5} {'regret':>6} {'cov i/m/q':>14} {'share':>6} {'gain%':>6} {'vsnull':>6} {'cov g/n':>9}")
+    header = " ".join(f"{name:{align}{width}}" for name, (width, align) in COLUMNS.items())
     print("MAE in accuracy points; regret: exact best minus the exact accuracy of the estimated best")
     print(header)
     print("-" * len(header))
     started = time.monotonic()
     results: dict[tuple[float, str, str, str], list[Scores]] = {}
+    stamp = git_stamp() if args.write_page else ""  # the code measured: before anything is written
     for fraction in budgets:
         for design in designs:
             if design == "extended" and fraction <= args.extend_from:
@@ -627,9 +643,20 @@ def main(argv: list[str] | None = None) -> int:
                 if pooled:
                     _row(fraction, "all grids", design, name, pooled)
             print()
-    _verdicts(results, sorted(grids), {key: allocation_gain(_matrix(grid)[0]) for key, grid in grids.items()})
-    print(f"({args.seeds} seeds per budget and design, {args.draws} predictive draws per fit; "
-          f"{time.monotonic() - started:.0f} s)")
+    verdicts = _verdicts(results, sorted(grids), {key: allocation_gain(_matrix(grid)[0]) for key, grid in grids.items()})
+    seconds = time.monotonic() - started
+    print(f"({args.seeds} seeds per budget and design, {args.draws} predictive draws per fit; {seconds:.0f} s)")
+    if args.write_page:
+        settings = {"seeds": args.seeds, "budgets": budgets, "designs": designs, "grids": sorted(grids),
+                    "draws": args.draws, "min_items": args.min_items, "full_methods": list(full_methods),
+                    "simulated": args.simulated, "extend_from": args.extend_from,
+                    "caches": [caches[name] for name in sorted({grid["cache"] for grid in grids.values()})]}
+        command = shlex.join(["python", "benchmarks/budget_validation.py", *(sys.argv[1:] if argv is None else argv)])
+        page = validation_page(results, settings=settings, command=command, stamp=stamp, verdicts=verdicts,
+                               seconds=seconds, full=_is_full_run(args, budgets, designs))
+        args.write_page.parent.mkdir(parents=True, exist_ok=True)
+        args.write_page.write_text(page, encoding="utf-8")
+        print(f"page written: {args.write_page}")
     return 0
 
 
@@ -638,15 +665,27 @@ def _mean(scores: list[Scores], field: str) -> float:
     return float(np.nanmean(values)) if values and not all(np.isnan(values)) else float("nan")
 
 
-def _row(fraction: float, key: str, design: str, name: str, scores: list[Scores]) -> None:
+# The table's columns: (width, alignment) of each in the printed table
+COLUMNS = {"budget": (6, ">"), "grid": (16, "<"), "design": (8, "<"), "estimator": (9, "<"), "instr": (6, ">"),
+           "method": (6, ">"), "quant": (6, ">"), "rho": (5, ">"), "regret": (6, ">"), "cov i/m/q": (14, ">"),
+           "share": (6, ">"), "gain%": (6, ">"), "vsnull": (6, ">"), "cov g/n": (9, ">")}
+
+
+def row_cells(fraction: float, key: str, design: str, name: str, scores: list[Scores]) -> list[str]:
+    """One row of the table, a text per ``COLUMNS`` entry: the means over ``scores`` (seeds)."""
     cover = "/".join("  - " if np.isnan(_mean(scores, f)) else f"{_mean(scores, f):.0%}".rjust(4)
                      for f in ("coverage", "method_coverage", "quantile_coverage"))
     contrast_cover = "/".join("  - " if np.isnan(_mean(scores, f)) else f"{_mean(scores, f):.0%}".rjust(4)
                               for f in ("gain_coverage", "null_coverage"))
-    print(f"{fraction:>6.0%} {key:<16} {design:<8} {name:<9} {_mean(scores, 'instr_mae'):>6.2f} "
-          f"{_mean(scores, 'method_mae'):>6.2f} {_mean(scores, 'quantile_mae'):>6.2f} {_mean(scores, 'spearman'):>5.2f} "
-          f"{_mean(scores, 'regret'):>6.2f} {cover:>14} {_mean(scores, 'share'):>6.1%} {_mean(scores, 'gain_mae'):>6.2f} "
-          f"{_mean(scores, 'null_mae'):>6.2f} {contrast_cover:>9}")
+    return [f"{fraction:.0%}", key, design, name, f"{_mean(scores, 'instr_mae'):.2f}", f"{_mean(scores, 'method_mae'):.2f}",
+            f"{_mean(scores, 'quantile_mae'):.2f}", f"{_mean(scores, 'spearman'):.2f}", f"{_mean(scores, 'regret'):.2f}",
+            cover, f"{_mean(scores, 'share'):.1%}", f"{_mean(scores, 'gain_mae'):.2f}", f"{_mean(scores, 'null_mae'):.2f}",
+            contrast_cover]
+
+
+def _row(fraction: float, key: str, design: str, name: str, scores: list[Scores]) -> None:
+    cells = row_cells(fraction, key, design, name, scores)
+    print(" ".join(f"{cell:{align}{width}}" for cell, (width, align) in zip(cells, COLUMNS.values())))
 
 
 # the Scores fields of the three interval coverages, and what each covers
@@ -751,16 +790,23 @@ def reach_lines(results: dict, keys: list[str], *, fraction: float = 0.1, design
 TIE = 0.005  # accuracy points: MAEs closer than the table's precision count as equal
 
 
-def _verdicts(results: dict, keys: list[str], gains: dict[str, float] | None = None) -> None:
+def _verdicts(results: dict, keys: list[str], gains: dict[str, float] | None = None) -> list[str]:
     """The targets of the module doc, per grid, from what was run: for the default design (adaptive)
     and, when they were run too, the balanced and the uniform ones (the adaptive design's rounds
-    choose cells by their outcomes, so its method means are held against the balanced design's subset)."""
+    choose cells by their outcomes, so its method means are held against the balanced design's subset).
+    Prints them and returns the lines printed."""
     from instructeval_tasks.sweep.budget import DEFAULT_DESIGN
+
+    lines: list[str] = []
+
+    def say(line: str) -> None:
+        lines.append(line)
+        print(line)
 
     at = lambda f, d, k, e: results.get((f, d, k, e), [])  # noqa: E731
     designs = [d for d in dict.fromkeys((DEFAULT_DESIGN, "balanced", "uniform")) if at(0.1, d, keys[0], "model")]
     for design in designs:
-        print(f"targets at 10% ({design} design, the aggregation's estimates):")
+        say(f"targets at 10% ({design} design, the aggregation's estimates):")
         failures = []
         for key in keys:
             model, subset = at(0.1, design, key, "model"), at(0.1, design, key, "subset") or at(0.1, "balanced", key, "subset")
@@ -772,33 +818,141 @@ def _verdicts(results: dict, keys: list[str], gains: dict[str, float] | None = N
         pooled = [s for k in keys for s in at(0.1, design, k, "model")]
         coverage = {name: _mean(pooled, field) for field, name in COVERAGES.items()}
         failures += [f"coverage of {name} {v:.1%} outside 90-97%" for name, v in coverage.items() if not _coverage_on_target(v)]
-        print("  " + ("MET on every grid" if not failures else "NOT MET: " + "; ".join(failures)))
+        say("  " + ("MET on every grid" if not failures else "NOT MET: " + "; ".join(failures)))
         misses = coverage_misses(results, keys, design=design)
-        print("  per grid, coverage " + ("within 90-97% on every grid" if not misses else "outside 90-97%: " + "; ".join(misses)))
-        print(f"  relative gain within the grid: MAE {_mean(pooled, 'gain_mae'):.2f} % of mu, coverage "
+        say("  per grid, coverage " + ("within 90-97% on every grid" if not misses else "outside 90-97%: " + "; ".join(misses)))
+        say(f"  relative gain within the grid: MAE {_mean(pooled, 'gain_mae'):.2f} % of mu, coverage "
               f"{_mean(pooled, 'gain_coverage'):.1%}; difference to null: MAE {_mean(pooled, 'null_mae'):.2f} points, "
               f"coverage {_mean(pooled, 'null_coverage'):.1%} (pooled)")
         for key in keys:
             model, known = _mean(at(0.1, design, key, "model"), "method_mae"), _mean(at(0.1, design, key, "known-b"), "method_mae")
             if model > 1.0 and at(0.1, design, key, "known-b"):
-                print(f"  {key}: method MAE {model:.2f}; the reference known-b (every item's effect known exactly) "
+                say(f"  {key}: method MAE {model:.2f}; the reference known-b (every item's effect known exactly) "
                       f"{known:.2f}: " + ("it misses too: the budget's unseen instruction x item interactions put the target "
                                            "out of an additive estimator's reach" if known > 1.0
                                           else "the model falls short of what the cells allow"))
         for line in reach_lines(results, keys, design=design):
-            print("  " + line)
+            say("  " + line)
     for design in [d for d in designs if d != "adaptive"] if at(0.05, "adaptive", keys[0], "model") else ():
         # worse by at least the printed precision: 0.002 against 0.001 points is a tie
         worse = [key for key in keys
                  if _mean(at(0.05, "adaptive", key, "model"), "method_mae") > _mean(at(0.1, design, key, "model"), "method_mae") + TIE
                  or _mean(at(0.05, "adaptive", key, "model"), "quantile_mae") > _mean(at(0.1, design, key, "model"), "quantile_mae") + TIE]
-        print(f"adaptive at 5% vs {design} at 10% (method and quantile MAE): "
+        say(f"adaptive at 5% vs {design} at 10% (method and quantile MAE): "
               + ("at least as good on every grid" if not worse else f"worse on {len(worse)} of {len(keys)} grids: {', '.join(worse)}"))
         if worse and gains:
             below = [f"{key} {gains[key]:.2f}" for key in worse if gains[key] < 2]
-            print("  the most a perfect allocation over items could cut the variance (allocation_gain, from the full "
+            say("  the most a perfect allocation over items could cut the variance (allocation_gain, from the full "
                   "grid): " + ", ".join(f"{key} {gains[key]:.2f}" for key in worse)
                   + (f"; below 2 on {', '.join(below)}: there no design at 5% can match an even one at 10%" if below else ""))
+    return lines
+
+
+# ------------------------------------------------------------------------------------ the page
+
+
+UNKNOWN_COMMIT = "an unknown commit (not a git checkout)"
+
+
+def git_stamp(root: Path = ROOT) -> str:
+    """The commit a run measures: ``git rev-parse --short HEAD``, followed by ``with uncommitted
+    changes`` where tracked files differ from it (``git status --porcelain --untracked-files=no``);
+    ``UNKNOWN_COMMIT`` outside one."""
+    def git(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=False)
+
+    try:
+        head = git("rev-parse", "--short", "HEAD")
+        dirty = git("status", "--porcelain", "--untracked-files=no")
+    except OSError:  # no git program
+        return UNKNOWN_COMMIT
+    if head.returncode != 0 or not head.stdout.strip():
+        return UNKNOWN_COMMIT
+    return head.stdout.strip() + (" with uncommitted changes" if dirty.stdout.strip() else "")
+
+
+def table_rows(results: dict, budgets: list[float], designs: list[str], keys: list[str]):
+    """``(fraction, grid, design, estimator, scores)`` of every row of the table, in the printed
+    order: per budget and design, each grid's estimators, then every estimator pooled ("all grids")."""
+    for fraction in budgets:
+        for design in designs:
+            for key in keys:
+                for name in ESTIMATORS:
+                    if (fraction, design, key, name) in results:
+                        yield fraction, key, design, name, results[(fraction, design, key, name)]
+            for name in ESTIMATORS:
+                pooled = [s for (f, d, k, e), scores in results.items()
+                          if f == fraction and d == design and e == name and k in keys for s in scores]
+                if pooled:
+                    yield fraction, "all grids", design, name, pooled
+
+
+FULL_COMMAND = "python benchmarks/budget_validation.py --write-page docs/validation/budget.md"
+
+LEGEND = """\
+- **estimator**: `model` is the aggregation's estimator (the label scores' model where a grid has
+  them, else the crossed item-response model); `item-resp` the crossed model on the same cells,
+  beside it; `subset` each instruction's plain mean on its own cells (not for the designs whose
+  rounds choose cells by their outcomes); `known-b` and `simulated` the references of the script's
+  docstring.
+- **instr**, **method**, **quant**: mean absolute error of the instructions' accuracies, of the
+  method means and of the 5/25/50/75/95% quantiles across instructions, in accuracy points; the
+  fully evaluated methods (`--budget-full-methods`) are exact and not counted.
+- **rho**: Spearman correlation of the estimated and the exact ranking of the instructions;
+  **regret**: the exact best accuracy minus the exact accuracy of the instruction estimated best.
+- **cov i/m/q**: the share of exact values inside their 95% interval (instructions, method means,
+  quantiles); **share**: the share of the grid's cells evaluated.
+- **gain%**, **vsnull**: mean absolute error of each method's relative gain within the grid (% of mu)
+  and of its difference to null (points); **cov g/n**: their intervals' coverage."""
+
+
+def validation_page(results: dict, *, settings: dict, command: str, stamp: str, verdicts: list[str],
+                    seconds: float | None = None, full: bool = False, date: str | None = None) -> str:
+    """The table and the verdicts of a run as a Markdown page of the documentation site, stamped with
+    the commit measured (``git_stamp``) and the command that made it. ``settings``: ``seeds``,
+    ``budgets``, ``designs``, ``grids`` (keys, in order), ``draws``, ``min_items``, ``full_methods``,
+    ``simulated``, ``caches`` (one description each). A run smaller than the benchmark's defaults
+    (``full`` false) says so and gives the command of the full one."""
+    date = date or datetime.date.today().isoformat()
+    took = f", in {seconds:.0f} s" if seconds is not None else ""
+    head, _, dirty = stamp.partition(" ")
+    commit = stamp if stamp == UNKNOWN_COMMIT else f"commit `{head}`" + (f" {dirty}" if dirty else "")
+    budgets = ", ".join(f"{b:.0%}" for b in settings["budgets"])
+    full_methods = ",".join(settings["full_methods"]) or "''"
+    lines = ["# Budgeted estimates against full grids", "",
+             "*Generated by `benchmarks/budget_validation.py --write-page`: edit the script or rerun it, not this page.*",
+             "", f"Measured at {commit} on {date}{took}, by", "", "```bash", command, "```", "",
+             f"**Settings:** {settings['seeds']} seed{'s' if settings['seeds'] != 1 else ''} per budget and design; "
+             f"budgets {budgets}; designs {', '.join(settings['designs'])}; grids {', '.join(settings['grids'])}; "
+             f"{settings['draws']} predictive draws per fit; `--budget-min-items {settings['min_items']}`; "
+             f"`--budget-full-methods {full_methods}`; the reference `simulated` "
+             f"{'on' if settings['simulated'] else 'off'}.", "",
+             "**Full grids:** " + "; ".join(settings["caches"]) + " (`benchmarks/data`).", ""]
+    if full:
+        lines += ["To regenerate this page, rerun its command.", ""]
+    else:
+        lines += ['!!! note "A reduced run"',
+                  "    These settings are smaller than the benchmark's defaults: the table is a sample of the "
+                  "validation, not its result (a single seed's errors and coverages vary far more than their "
+                  "means over seeds). The full table (every cache, budgets 5, 10 and 25%, the uniform, balanced "
+                  "and adaptive designs, 3 seeds, the reference `simulated`) takes several CPU hours:", "",
+                  "    ```bash", f"    {FULL_COMMAND}", "    ```", ""]
+    lines += ["## The table", "", LEGEND, ""]
+    lines.append("| " + " | ".join(COLUMNS) + " |")
+    lines.append("|" + "|".join("---:" if align == ">" else ":---" for _, align in COLUMNS.values()) + "|")
+    for fraction, key, design, name, scores in table_rows(results, settings["budgets"], settings["designs"],
+                                                          settings["grids"]):
+        cells = [" ".join(cell.split()).replace(" /", "/").replace("/ ", "/")
+                 for cell in row_cells(fraction, key, design, name, scores)]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "## Targets", "", "```text", *verdicts, "```", ""]
+    return "\n".join(lines)
+
+
+def _is_full_run(args: argparse.Namespace, budgets: list[float], designs: list[str]) -> bool:
+    """Whether a run covers at least the benchmark's defaults (``DEFAULTS``)."""
+    return (args.cache is None and not args.grids and args.seeds >= DEFAULTS["seeds"] and args.draws >= DEFAULTS["draws"]
+            and args.simulated and set(DEFAULTS["budgets"]) <= set(budgets) and set(DEFAULTS["designs"]) <= set(designs))
 
 
 if __name__ == "__main__":

@@ -226,3 +226,87 @@ def test_verdict_compares_with_the_subset_only_where_the_subset_was_run(capsys):
     with_subset = {**alone, (0.1, "balanced", "a", "subset"): [scores(0.3)]}
     _verdicts(with_subset, ["a"])
     assert "a: method means worse than the subset's" in capsys.readouterr().out
+
+
+def _fake_results() -> dict:
+    """Two grids' scores at one budget and design, two seeds of the estimator, one of the subset."""
+    def scores(instr, method):
+        return Scores(instr, method, 0.5, 0.6, 1.0, 0.95, 1.0, 0.8, 0.118)
+
+    return {(0.1, "adaptive", "agnews:zs", "model"): [scores(1.0, 0.4), scores(2.0, 0.6)],
+            (0.1, "adaptive", "agnews:zs", "subset"): [scores(9.0, 3.0)],
+            (0.1, "adaptive", "hellaswag:zs", "model"): [scores(3.0, 0.2)]}
+
+
+SETTINGS = {"seeds": 2, "budgets": [0.1], "designs": ["adaptive"], "grids": ["agnews:zs", "hellaswag:zs"], "draws": 50,
+            "min_items": 1, "full_methods": ["null"], "simulated": False, "caches": ["budget_grid_smollm2.json: ..."]}
+
+
+def test_the_page_is_stamped_with_the_commit_and_the_command_and_holds_the_table():
+    from budget_validation import COLUMNS, FULL_COMMAND, validation_page
+
+    command = "python benchmarks/budget_validation.py --seeds 2 --write-page docs/validation/budget.md"
+    page = validation_page(_fake_results(), settings=SETTINGS, command=command, stamp="abc1234 with uncommitted changes",
+                           verdicts=["targets at 10% (adaptive design, the aggregation's estimates):", "  MET on every grid"],
+                           seconds=12.0, date="2026-01-02")
+    lines = page.splitlines()
+    assert "Measured at commit `abc1234` with uncommitted changes on 2026-01-02, in 12 s, by" in lines
+    assert lines[lines.index("```bash") + 1] == command
+    header = "| " + " | ".join(COLUMNS) + " |"
+    assert header == ("| budget | grid | design | estimator | instr | method | quant | rho | regret | cov i/m/q | share "
+                      "| gain% | vsnull | cov g/n |") and header in lines
+    rows = [line for line in lines[lines.index(header) + 2:] if line.startswith("| ")]
+    assert rows == [  # each grid's estimators, then each estimator pooled over the grids (seeds averaged)
+        "| 10% | agnews:zs | adaptive | model | 1.50 | 0.50 | 0.50 | 0.60 | 1.00 | 95%/100%/80% | 11.8% | nan | nan | -/- |",
+        "| 10% | agnews:zs | adaptive | subset | 9.00 | 3.00 | 0.50 | 0.60 | 1.00 | 95%/100%/80% | 11.8% | nan | nan | -/- |",
+        "| 10% | hellaswag:zs | adaptive | model | 3.00 | 0.20 | 0.50 | 0.60 | 1.00 | 95%/100%/80% | 11.8% | nan | nan | -/- |",
+        "| 10% | all grids | adaptive | model | 2.00 | 0.40 | 0.50 | 0.60 | 1.00 | 95%/100%/80% | 11.8% | nan | nan | -/- |",
+        "| 10% | all grids | adaptive | subset | 9.00 | 3.00 | 0.50 | 0.60 | 1.00 | 95%/100%/80% | 11.8% | nan | nan | -/- |"]
+    assert "  MET on every grid" in lines[lines.index("## Targets"):]
+    # smaller than the defaults: said so, with the command of the full table
+    assert '!!! note "A reduced run"' in lines and f"    {FULL_COMMAND}" in lines
+    full = validation_page(_fake_results(), settings=SETTINGS, command=command, stamp="abc1234", verdicts=[], full=True)
+    assert "Measured at commit `abc1234` on " in full and "A reduced run" not in full
+
+
+def test_only_a_run_covering_the_defaults_is_the_full_table():
+    import argparse
+
+    from budget_validation import DEFAULTS, _is_full_run
+
+    def args(**changed):
+        return argparse.Namespace(**{"cache": None, "grids": "", "seeds": DEFAULTS["seeds"], "draws": DEFAULTS["draws"],
+                                     "simulated": True, **changed})
+
+    budgets, designs = list(DEFAULTS["budgets"]), list(DEFAULTS["designs"])
+    assert _is_full_run(args(), budgets, designs) and _is_full_run(args(seeds=30), budgets + [0.5], designs + ["extended"])
+    assert not _is_full_run(args(seeds=1), budgets, designs)
+    assert not _is_full_run(args(grids="agnews:zs"), budgets, designs)
+    assert not _is_full_run(args(simulated=False), budgets, designs)
+    assert not _is_full_run(args(), [0.1], designs) and not _is_full_run(args(), budgets, ["adaptive"])
+
+
+def test_the_stamp_is_the_commit_and_says_when_tracked_files_differ_from_it(tmp_path, monkeypatch):
+    import subprocess
+
+    from budget_validation import UNKNOWN_COMMIT, git_stamp
+
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))  # no repository above tmp_path counts
+    assert git_stamp(tmp_path) == UNKNOWN_COMMIT
+    repo = tmp_path / "repo"
+    repo.mkdir()
+
+    def git(*args):
+        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *args], cwd=repo,
+                              check=True, capture_output=True, text=True).stdout.strip()
+
+    git("init", "-q")
+    (repo / "model.py").write_text("A = 1\n")
+    git("add", "model.py")
+    git("commit", "-q", "-m", "first")
+    head = git("rev-parse", "--short", "HEAD")
+    assert git_stamp(repo) == head
+    (repo / "notes.txt").write_text("untracked\n")  # not part of the code measured
+    assert git_stamp(repo) == head
+    (repo / "model.py").write_text("A = 2\n")
+    assert git_stamp(repo) == f"{head} with uncommitted changes"
