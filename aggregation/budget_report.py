@@ -96,7 +96,12 @@ def budget_plots(estimates: BudgetEstimates, folder: Path) -> list[Path]:
 
 
 def _design_words(design: str) -> str:
-    """The grid note's words for its ``design`` column: ``balanced design, extended to 0.25``."""
+    """The grid note's words for its ``design`` column (``budgeted._design_of``).
+
+    Example:
+        >>> _design_words("balanced, extended to 0.25"), _design_words("adaptive")
+        ('balanced design, extended to 0.25', 'adaptive design')
+    """
     dealt, extended, shares = design.partition(", extended")
     return f"{dealt} design{extended}{shares}"
 

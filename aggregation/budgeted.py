@@ -270,19 +270,17 @@ def estimate_grid(cells: Cells, *, n_boot: int, level: float, rng: np.random.Gen
     own = np.quantile(point, QUANTILES)
     # The draws' quantiles sit where each draw's Bernoulli noise spreads the instructions, the
     # estimates' where the predicted P(correct) leave them; which is nearer the full grid's varies
-    # (SmolLM2's grids: with the draws' interval moved to the estimates alone, 60-86% of the adaptive
-    # design's quantiles were covered at 10%), so the interval spans both.
+    # from grid to grid, so the interval spans both (docs/validation/estimators-tried.md).
     shift = own - per_draw.mean(axis=0)
     return GridEstimate(fit, point, draws, lo, hi, p_best, own, np.minimum(q_lo, q_lo + shift), np.maximum(q_hi, q_hi + shift))
 
 
 def _one_sided(cells: Cells, rows: np.ndarray, method: str) -> str | None:
-    """``"no correct answer in the 354 observed cells of adhoc (up to 1.0%)"`` where ``method`` (its
-    instructions: ``rows``) has unobserved cells and its observed ones all scored 0 (or all 1), else
-    None: with no outcome of the other kind, nothing in the method's own cells bounds its estimate,
-    which then rests on the other methods' cells and the level's prior (``item_response``; NQ-Open
-    on SmolLM2 at 10%: 0.07 [0.00, 0.40] for methods whose exact means were 0.3-0.4 points). The
-    bound is the exact one-sided 97.5% limit of a rate seen 0 times in n, ``1 - 0.025 ** (1 / n)``.
+    """The warning that ``method`` (its instructions: ``rows``) has unobserved cells and its observed
+    ones all scored 0 (or all 1), else None. With no outcome of the other kind nothing in the
+    method's own cells bounds its estimate, which then rests on the other methods' cells and the
+    level's prior (``item_response``). The warning's bound on its unobserved cells is the exact
+    one-sided 97.5% limit of a rate seen 0 times in n, ``1 - 0.025 ** (1 / n)``.
 
         >>> c = Cells(np.array([0, 0, 1, 2, 2]), np.array([0, 1, 0, 0, 1]), np.array([0., 0., 0., 1., 0.]), 3, 2)
         >>> _one_sided(c, np.array([0, 1]), "a"), _one_sided(c, np.array([2]), "b")  # b is observed on every item
@@ -300,18 +298,16 @@ def _one_sided(cells: Cells, rows: np.ndarray, method: str) -> str | None:
 
 
 # Below this many items carrying the grid's rarer outcome (correct, or wrong), the crossed model's
-# intervals after the adaptive design's rounds can be too narrow (SmolLM2's TriviaQA at 5-25%: 1-5
-# such items observed; at 5% 90% of the method means and 80% of the quantiles covered, at 10% 97%
-# and 94%; NQ-Open, 0-3, 97-100%); CosmosQA and HellaSwag had 15 or more at 5-25%.
+# intervals after the adaptive design's rounds can be too narrow (docs/validation/estimators-tried.md).
 FEW_OUTCOME_ITEMS = 10
 
 
 def _few_outcome_items(cells: Cells) -> str | None:
-    """``"its observed correct answers fall on 3 of 100 items"`` where the observed cells' rarer
-    outcome (correct, or wrong) falls on fewer than ``FEW_OUTCOME_ITEMS`` items, else None. The
+    """Where the observed cells' rarer outcome (correct, or wrong) falls on fewer than
+    ``FEW_OUTCOME_ITEMS`` items, a note that says so (example below), else None. The
     crossed model's effects then rest on those few items, where an instruction's answer is more
     its own than the model's additive effects say, and the adaptive design's rounds (chosen by that
-    model) leave unobserved just the cells it is surest of (docs/budget.md).
+    model) leave unobserved just the cells it is surest of.
 
         >>> c = Cells(np.array([0, 0, 1, 1]), np.array([0, 1, 0, 2]), np.array([1., 0., 0., 0.]), 2, 12)
         >>> _few_outcome_items(c)
@@ -327,8 +323,14 @@ def _few_outcome_items(cells: Cells) -> str | None:
 
 
 def _estimator_detail(choice: ChoiceGrid | str, metric: str) -> str:
-    """What the grid's estimator was fitted to, for its ``estimator`` column: the label scores
-    (``log-likelihood per token of 4 labels``), or why the grid has none."""
+    """What the grid's estimator was fitted to, for its ``estimator`` column: the label scores, or
+    why the grid has none.
+
+    Example:
+        >>> grid = ChoiceGrid(np.zeros((1, 1, 4)), np.zeros(1, dtype=int), ("a", "b", "c", "d"))
+        >>> _estimator_detail(grid, "acc_per_token"), _estimator_detail("no label scores", "acc")
+        ('log-likelihood per token of 4 labels', 'no label scores')
+    """
     if isinstance(choice, ChoiceGrid):
         return f"{SCORE_METRICS[metric]} of {len(choice.labels)} labels"
     return choice
@@ -336,7 +338,7 @@ def _estimator_detail(choice: ChoiceGrid | str, metric: str) -> str:
 
 def _design_of(members: Sequence[VariantResult]) -> str:
     """The ``--budget-design`` the grid's cells were dealt by (a record without one is uniform), and
-    the shares ``--budget-extend`` brought it to, e.g. ``balanced, extended to 0.25``."""
+    the shares ``--budget-extend`` brought it to, as ``budget_report._design_words`` reads them."""
     design = ",".join(sorted({str(v.metadata[BUDGET_KEY].get("design", "uniform")) for v in members}))
     shares = sorted({float(v.metadata[BUDGET_KEY]["extend"]) for v in members
                      if isinstance(v.metadata[BUDGET_KEY].get("extend"), (int, float))})

@@ -1,85 +1,65 @@
-"""Budgeted estimates of a classification grid from the model's score of every label, not only its answer.
+"""The label-score model of a budgeted classification grid: estimates from the score the model gave
+every label, not only from whether its answer was right.
 
-A budgeted sweep's cell (instruction i, item j) of a classification task records, besides whether the
-answer was right, the score the model gave each of the K labels (``z_ijk``: the primary metric's --
-the log-likelihood per continuation token for ``acc_per_token``, the log-likelihood for ``acc``).
-Those K numbers say much more than one bit about the instruction's pull toward each label and the
-item's lean, so the unobserved cells are predicted from them in two stages:
+A budgeted sweep's cell (instruction i, item j) of a classification task records, besides the answer,
+the score of each of the K labels, ``z_ijk`` (the primary metric's: the log-likelihood per
+continuation token for ``acc_per_token``, the log-likelihood for ``acc``; :func:`choice_grid` reads
+them from the samples). The unobserved cells are predicted in two stages.
 
-1. **Scores.** Centred over the labels (a shift common to every label never changes the answer),
-   ``c_ijk = z_ijk - mean_k z_ijk``, the observed cells are fitted by alternating ridge least squares:
+1. **Scores** (:func:`fit_scores`). Centred over the labels (a shift common to every label never
+   changes the answer), ``c_ijk = z_ijk - mean_k z_ijk``, the observed cells are fitted by
+   alternating ridge least squares (``SCORE_ROUNDS`` rounds, penalty ``RIDGE`` in cells):
 
        c_ijk ~ s_i a_jk + b_ik
 
-   ``a_jk`` is item j's lean toward label k, ``b_ik`` instruction i's pull toward it (shrunk toward its
-   method's mean pull), ``s_i`` how strongly the instruction follows the item (shrunk toward 1); each
-   with a ridge penalty ``RIDGE`` (in cells). Every cell's predicted margin of the gold label g(j):
+   ``a_jk`` is item j's lean toward label k, ``b_ik`` instruction i's pull toward it (shrunk toward
+   its method's mean pull), ``s_i`` how strongly the instruction follows the item (shrunk toward 1).
+   Every cell's predicted margin of the gold label g(j) (:func:`gold_margins`):
 
        x_ij = c^_ij,g(j) - max_{k != g(j)} c^_ijk
 
-2. **Correctness.** A logistic model calibrates the margins on the observed cells' answers:
+2. **Correctness** (:func:`fit_choice_scores`). A logistic model calibrates the margins on the
+   observed cells' answers:
 
        P(y_ij = 1) = sigmoid(alpha_m(i),g(j) + gamma_m(i) x_ij + u_i,g(j) + v_j)
 
-   ``alpha`` one per method and gold label, ``gamma`` one per method, each with a ``N(0, 2^2)``
-   prior (what is left of a method's and an instruction's lean toward a label once the margins
-   have it, as in the crossed model's class effects); instruction and item effects
-   ``u_i,c ~ N(0, s_u^2)``, ``v_j ~ N(0, s_v^2)``, their SDs by at most 30 rounds of Laplace EM
-   from 1 logit (after each fit, ``s^2 <- mean(mode^2 + posterior variance)``, until they change
-   by less than 0.1%); each fit's mode by L-BFGS. The reported SDs are the last fit's, the ones its
-   mode and Hessian (the draws' posterior) were computed under. The rounds are a cap, not a
-   convergence: on the validation grids at 5-10% the marginal likelihood's maximum lies near 0
-   (the margins explain the effects it can see), which the EM approaches by about 1% a round (on
-   TweetEval Emotion zero-shot at 6%: s_u 0.75 after 30 rounds, 0.33 after 300, a fixed-point
-   update straight to 0.03), and SDs near 0 would leave the instructions' and items' own
-   deviations out of the intervals. The SDs are thus shrunk from 1 toward the maximum, 0.55-0.8
-   on those grids, and the estimator was validated with them as they are (docs/budget.md).
+   ``alpha`` one per method and gold label, ``gamma`` one per method, each with a
+   ``N(0, CALIBRATION_PRIOR_SD^2)`` prior; instruction and item effects ``u_i,c ~ N(0, s_u^2)``,
+   ``v_j ~ N(0, s_v^2)``. Their SDs start at ``START_SD`` and take at most ``EM_ROUNDS`` rounds of
+   Laplace EM (after each fit, ``s^2 <- mean(mode^2 + posterior variance)``; it stops early when
+   they change by less than ``EM_TOLERANCE``, relative); each fit's mode by L-BFGS. The rounds are a
+   cap, not a convergence: the SDs are shrunk from ``START_SD`` toward the marginal likelihood's
+   maximum. The reported SDs (``s_u``, ``s_v``) are the last fit's, the ones its mode and Hessian
+   were computed under.
 
-**Estimate.** As the crossed model's: observed cells as scored, the others predicted,
+**Estimate** (:func:`choice_score_accuracy`). As the crossed model's: observed cells as scored, the
+others predicted,
 
     acc_i = (sum_{j observed} y_ij + sum_{j not observed} p_ij) / n
 
-**Uncertainty.** Each draw takes ``(alpha, gamma, u, v)`` from the Laplace approximation of their
-posterior at the mode and a Bernoulli outcome for every unobserved cell. The margins are held at their
-fit (their uncertainty is left to ``u`` and ``v``). An instruction's estimate is not pulled toward its
-method's as the crossed model's is, so the quantiles across instructions are the estimates'
-quantiles; the aggregation (``estimate_grid``) gives them intervals that span the draws' percentile
-interval and that interval moved by the estimate minus the draws' mean (each draw's Bernoulli noise
-widens its spread of instructions, the estimates' shrinks it).
+**Uncertainty** (:func:`spread_draws`). A calibration fitted on the observed cells' margins, which the
+score stage fitted to those very cells, and applied to the unobserved cells' margins, which it only
+predicted, trusts the predictions too much. So the draws combine two calibrations:
 
-The calibration is fitted on the observed cells' margins, which the score stage fitted to those very
-cells, and applied to the unobserved cells' margins, which it predicted: it trusts them too much, and
-its draws are too narrow (ANLI zero-shot at 10%, adaptive design, 10 seeds: 80% of the method means
-covered). Calibrated on held-out margins instead (``held_out_folds``: each observed cell's margin
-from a score fit without it) the model knows how far a predicted margin lies from a scored one, but
-its estimates are further off: on the same cells (balanced design, 10 seeds) every grid's method
-error grew (AG News zero-shot 0.97 to 1.10 points, ANLI 0.16 to 0.18, BoolQ 1.65 to 1.71, Emotion
-zero-shot 1.10 to 1.21). So the aggregation takes the estimates from the fitted margins' calibration
-and the method means' spread from the held-out one (``spread_draws``).
+- the estimates' calibration, on the fitted margins (above), with its Laplace draws of
+  ``(alpha, gamma, u, v)`` and a Bernoulli outcome per unobserved cell (:func:`choice_score_draws`;
+  the margins held at their fit);
+- a calibration on held-out margins (``held_out_folds=HELD_OUT_FOLDS``, :func:`held_out_margins`:
+  each observed cell's margin from a score fit without it), which knows how far a predicted margin
+  lies from a scored one.
 
-The held-out calibration's draws alone made the instructions' intervals wide (adaptive design at
-10%, 10 seeds: 97-100% covered; AG News zero-shot 492 of 500, binomial p 0.0001 under a true 97%)
-while its method means' were about right (93-100%): its cells are independent given the
-calibration, so the error of the predicted margins, which a method's instructions share, moved each
-instruction as if it were its own. So a draw takes each method's correct cells from the held-out
-calibration's draw and shares them among the method's instructions as a draw of the fitted
-margins' calibration shares them (``share_totals``): the method means spread exactly as before,
-an instruction about its method's as the fitted calibration says. Instructions then 92-100%
-covered per grid (AG News zero-shot 95%, Emotion zero-shot 92%; 100% on Emotion few-shot, where
-every instruction answers every item alike), method means as before. Two
-narrower spreads were tried before and not kept: 20 folds instead of 10 (each held-out margin from
-a fit on 95% of the cells) left the instructions' coverage as it was (AG News 98-100%) and took
-ANLI's method means from 93% to 87%; and draws of the score stage itself (``a``, ``b``, ``s`` from
-their ridge posteriors and a residual per label, each cell right where its drawn gold margin is
-positive, no calibration) covered 91-99% of the instructions but only 67-80% of the method means
-(5 seeds): the estimates' errors share a part across a method's instructions that those draws
-leave out. Adding the fitted calibration's deviations from its method's mean to the held-out
-calibration's method mean, each instruction then clipped to what its cells allow, covered the
-instructions alike but ANLI's method means 26 of 30 times (the clipping raised the low draws of
-methods near the floor); ``share_totals`` keeps both the total and the bounds.
+A draw takes each method's number of correct cells from the held-out calibration's draw (moved by the
+estimates minus that calibration's estimates) and shares it among the method's instructions as the
+estimates' calibration's draw places them (:func:`share_totals`): the method means spread as the
+held-out calibration says, each instruction about its method's mean as the fitted one says, every
+draw a count of correct cells within each instruction's bounds. An instruction's estimate is not
+pulled toward its method's as the crossed model's is, so the quantiles across instructions are the
+estimates' own (``ChoiceScoreGridFit.quantiles_from_draws``); the aggregation's ``estimate_grid``
+gives them intervals spanning the draws' percentile interval and that interval moved by the
+estimate minus the draws' mean.
 
-Measured on SmolLM2's full grids at 10% (balanced design, 10 seeds; ``benchmarks/budget_validation.py``),
-against the crossed item-response model on the same cells: see docs/budget.md.
+What was measured before these choices, and the variants not kept:
+``docs/validation/estimators-tried.md``.
 
 Example (two labels, items 0-2 of label 0, items 3-5 of label 1; instruction 1 pulls toward label 0
 so hard that it answers 0 everywhere; each instruction's unseen items are predicted):

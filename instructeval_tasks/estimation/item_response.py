@@ -1,86 +1,53 @@
-"""A crossed item-response model of (instruction, item) correctness, for budgeted sweeps.
+"""The crossed item-response model of a budgeted grid (as PromptEval, Polo et al. 2024, uses one).
 
-A budgeted sweep (``instructeval run --budget F``) evaluates each instruction on a share of the test
-items. The cells it did not evaluate are predicted by a model that borrows strength across
-instructions and items (as PromptEval, Polo et al. 2024, does):
+**Model.** Instruction i, of selection method k(i), answers item j of gold class c(j) correctly with
 
-    P(y_ij = 1) = sigmoid(beta_{method(i), c(j)} + u_{i, c(j)} + b_j)
+    P(y_ij = 1) = sigmoid(beta_{k(i), c(j)} + u_{i, c(j)} + b_j)
 
-where ``c(j)`` is item j's gold class (``Cells.classes``: the label of a classification item, the
-gold choice's position of a multiple-choice one; one class for open answers or when unknown):
+``c(j)`` is item j's gold class (``Cells.classes``, from :func:`item_classes`: the label of a
+classification item, the gold choice's position of a multiple-choice one; a single class for open
+answers, or when any item's is unknown).
 
-- ``beta_kc``, one per selection method and class, are **fixed effects**: their only prior is a weak
-  ``N(mean over the methods of beta_.c, 1)`` on each (1 logit is about 25 accuracy points around
-  50%), which keeps a method whose cells are nearly all on items every instruction gets right (or
-  wrong) from running off to +-infinity (separation) without pulling it toward the other methods --
-  in particular not toward the fully observed null method. (A tighter prior trades bias for noise:
-  on the validation grids at 10%, where methods differ by a few points, the method-mean error was
-  0.64 / 0.66 / 0.73 points with an SD of 0.25 / 0.5 / 1 logit, measured with one effect per method
-  and instruction and the uniform design; with methods 1 logit either side of
-  null, 0.5 pulls them 3.3 points toward it and 1 logit 0.7, ``tests/test_item_response.py``. A
-  wider one does not help a one-instruction method either: with null estimated too, 2 and 4 logits
-  took the methods' difference to null from 2.19 to 2.57 and 2.90 points, 10 seeds on six grids);
-- each class's **level**, ``mean_k beta_kc``, has the Jeffreys prior of a rate: ``(log r + log(1 -
-  r)) / 2`` with ``r = sum_g w_g sigmoid(level + b_g)``, an average instruction's accuracy on an
-  item drawn from the item distribution -- half a correct and half a wrong answer. The methods'
-  prior centres on their mean, so without it nothing anchors the level where no observed cell is
-  correct (NQ-Open on SmolLM2: about 15 correct cells in 4,900, none among the 580 a 10% budget
-  observed in 3-5 of 10 seeds): it ran downward and the fit was sure of 0, 0.00 [0.00, 0.00] for
-  methods whose exact means were 0.3-0.4 points. With it a grid's unobserved cells after 0 correct
-  in n stand about where a rate after 0 in n does (``Beta(1/2, n + 1/2)``; NQ-Open's methods
-  0.07 [0.00, 0.40] and the like), and among hundreds of observed cells the half answers move
-  nothing. (A ``N(0, 3)`` prior on the level took NQ-Open's method-mean coverage at 10% from 63% to
-  77% but HellaSwag zero-shot's method error from 0.83 to 1.17 points, the per-class levels pulled
-  off the data's.);
-- instruction effects ``u_i = (u_i1 .. u_iC) ~ N(0, Sigma)``, one per class, ``Sigma`` (C x C) by
-  marginal likelihood (Laplace EM: after each step ``Sigma <- mean(u_i u_i' + H_i^-1)``, ``H_i``
-  the curvature in ``u_i``). An instruction mostly moves the model's answers toward some labels
-  and away from others: on SmolLM2's TweetEval Emotion grid the instructions' per-class accuracies
-  vary with an SD of 20 points around their means while their accuracies vary by 5.7, and the
-  instruction x class effects are 37% of the instruction x item interaction (BoolQ 21%, ANLI 67%).
-  One effect per instruction (C = 1: ``a_i ~ N(0, s_a^2)``) averages that away: an instruction's
-  unseen items of every class are predicted from its average over the classes. With the class
-  effects, at 10% on the twelve validation grids the balanced design's method-mean error fell from
-  0.69 to 0.65 points (30 seeds; AG News zero-shot 1.17 to 1.01) and the adaptive design's, its
-  rounds fitted alike, from 1.16 to 0.73 (10 seeds; ``benchmarks/budget_validation.py``);
-- item effects ``b_j`` from a **discrete distribution** on 33 logits from -8 to 8 whose weights are
-  estimated (the nonparametric maximum likelihood of Kiefer and Wolfowitz). Most test items are
-  answered correctly under every instruction or under none; a normal ``b`` cannot put them there,
-  so it predicts coin flips on items whose outcome is known and spreads that noise over every
-  unobserved cell. The weights are not smoothed, although the maximum likelihood leaves gaps: on
-  HellaSwag zero-shot at 25% (adaptive design) it puts no weight between +1.5 and +6 logits where
-  the full grid's fit puts 11%, so an item answered right by 78% of the instructions and seen right
-  9 times in 9 is sure (``P(b < 3) < 0.001``), and the method means' intervals miss there. Weights
-  convolved with a normal kernel of SD 1 logit after every M step (EMS, Silverman et al. 1990) took
-  that grid's method-mean coverage from 80 to 93% but the method-mean error of the five crossed
-  validation grids at 10% from 0.33 to 0.42 points (HellaSwag zero-shot 0.77 to 1.07); smoothed in
-  the adaptive rounds' fits alone (more cells for items seen few times), 0.33 to 0.36 (0.77 to 0.98,
-  its coverage at 10% 93 to 87%); smoothed in the draws alone, the draws moved off the fit (quantile
-  error 0.36 to 0.74). 5 seeds, ``benchmarks/budget_validation.py``.
+- ``beta_kc``, one per method and class, are fixed effects. Their only prior,
+  ``N(mean_k' beta_k'c, METHOD_PRIOR_SD^2)``, keeps a method whose observed cells are all right (or
+  all wrong) finite (separation) and centres on the methods' mean, so it pulls no method toward
+  another one, the fully observed null method included.
+- Each class's **level** ``l_c = mean_k beta_kc`` has the Jeffreys prior of a rate,
+  ``(log r + log(1 - r)) / 2`` with ``r = sum_g w_g sigmoid(l_c + b_g)``: an average instruction's
+  accuracy on an item drawn from the item distribution, worth half a correct and half a wrong
+  answer. A grid with no correct observed cell then predicts its unobserved cells about as a rate
+  after 0 successes in n, ``Beta(1/2, n + 1/2)``, instead of exactly 0.
+- Instruction effects ``u_i = (u_i1 .. u_iC) ~ N(0, Sigma)``, one per class (an instruction moves
+  the answers toward some labels and away from others), ``Sigma`` (C x C) by marginal likelihood.
+  With C = 1 this is one effect per instruction, ``a_i ~ N(0, s_a^2)``.
+- Item effects ``b_j`` from a discrete distribution on the logits ``ITEM_GRID`` with weights ``w_g``
+  estimated by nonparametric maximum likelihood (Kiefer and Wolfowitz), not smoothed: most test
+  items are answered alike by every instruction, which a normal ``b`` cannot represent.
 
-**Fit.** EM, item effects integrated out: the E step weighs each item's 33 grid points by the
-likelihood of its observed cells (``resp[j, g]``); the M step updates the weights (their mean),
-then ``u`` and ``beta`` by Newton steps on the expected log-likelihood plus priors, then ``Sigma``.
-Until the objective changes by less than ``1e-9`` (relative) or 500 rounds.
+**Fit** (:func:`fit_crossed`). EM with the item effects integrated out: the E step weighs each item's
+grid points by the likelihood of its observed cells (``resp[j, g]``); the M step sets the weights to
+the mean of ``resp``, then updates ``u`` and ``beta`` by ``NEWTON_STEPS`` Newton steps on the expected
+log-likelihood plus the priors, then ``Sigma <- mean_i(u_i u_i' + H_i^-1)`` (``H_i`` the curvature in
+``u_i``; Laplace EM). It stops when the objective changes by less than ``TOLERANCE`` (relative) or
+after ``MAX_ROUNDS`` rounds. Deterministic.
 
-**Estimate.** Instruction i's accuracy on the grid's n items keeps what was observed and predicts
-the rest (a full grid gives back its exact accuracies):
+**Estimate** (:func:`instruction_accuracy`). Instruction i's accuracy on the grid's n items keeps what
+was observed and predicts the rest, so a full grid gives back its exact accuracies:
 
     acc_i = (sum_{j observed} y_ij + sum_{j not observed} p_ij) / n,
     p_ij = sum_g resp[j, g] sigmoid(beta_{k(i), c(j)} + u_{i, c(j)} + b_g)
 
-**Uncertainty** (``predictive_draws``). Each draw takes every ``beta_kc`` and ``u_i`` from its
-posterior given the other effects at the fit (``effect_draws``: first a shift of each class's level,
-then ``beta_kc`` exactly on a fine grid of logits, ``u_i`` by importance resampling of a widened
-normal approximation ``N(u_i, H_i^-1)``; the normal approximation alone draws effects the cells rule
-out where accuracies saturate), the item distribution's weights refitted with every item's
-likelihood weighted by an ``Exp(1)`` draw and a prior of one item's mass spread over the grid
-(``item_weight_draws``, a weighted likelihood bootstrap under a Dirichlet-process prior) and then
-one grid point per item from its posterior under them (``item_point_draws``), and a Bernoulli
-outcome for every unobserved cell; the draw's accuracies are those of the finite grid. Intervals for an
-instruction, a method's mean and a quantile across instructions are percentiles of the draws, and
-the quantiles' point estimates are the draws' median (the quantiles of the point estimates are too
-narrow: every ``acc_i`` is pulled toward its method's; the aggregation's ``estimate_grid``).
+**Uncertainty** (:func:`predictive_draws`). Each draw takes every ``beta_kc`` and ``u_i`` from its
+posterior given the other effects at the fit (:func:`effect_draws`), the item distribution's weights
+from a weighted likelihood bootstrap (:func:`item_weight_draws`), one grid point per item from its
+posterior under those weights (:func:`item_point_draws`), and a Bernoulli outcome for every
+unobserved cell; the draw's accuracies are those of the finite grid. Intervals for an instruction,
+a method's mean and a quantile across instructions are the draws' percentiles. The estimates are
+pulled toward their method's, so the quantiles across instructions are taken from the draws
+(``ItemResponseGridFit.quantiles_from_draws``; the aggregation's ``estimate_grid``).
+
+What was measured before these choices, and the variants not kept:
+``docs/validation/estimators-tried.md``.
 
 Example:
     >>> import numpy as np
@@ -101,7 +68,7 @@ import numpy as np
 
 from .protocol import Cells
 
-ITEM_GRID = np.linspace(-8.0, 8.0, 33)
+ITEM_GRID = np.linspace(-8.0, 8.0, 33)  # the logits the item effects take (their distribution's support)
 METHOD_PRIOR_SD = 1.0
 MAX_ROUNDS = 500
 TOLERANCE = 1e-9
@@ -113,8 +80,12 @@ MAX_CLASSES = 10  # the most gold classes given their own effects (the nine task
 
 
 def target_text(target: object) -> str | None:
-    """A per-sample log line's gold ``target`` as a class name (``3`` and ``"3"`` alike); ``None``
-    for none or for a list of answers (open QA)."""
+    """A per-sample log line's gold ``target`` as a class name (an integer and its digits alike,
+    stripped); ``None`` for none or for a list of answers (open QA).
+
+        >>> target_text(3), target_text(" 3"), target_text(["Paris", "paris"])
+        ('3', '3', None)
+    """
     if target is None or isinstance(target, (list, dict)):
         return None
     return str(target).strip()
@@ -292,8 +263,9 @@ def instruction_accuracy(fit: CrossedFit, cells: Cells) -> np.ndarray:
 ETA_GRID = np.linspace(-24.0, 24.0, 961)  # logits (step 0.05) at which the effects' log-likelihoods are tabulated
 ETA_STEP = ETA_GRID[1] - ETA_GRID[0]
 PROPOSALS = 4  # proposals per draw of each u_i with one class (sampling-importance-resampling)
+PROPOSAL_GROWTH = 1.2  # the proposals per draw grow by this factor per class beyond the first
 PROPOSAL_SCALE = 1.5  # the proposal's spread, times the Laplace approximation's: its tails must cover the posterior's
-ITEM_WEIGHT_STEPS = 200  # EM steps of each reweighted item distribution (item_weight_draws; 30 moved less, 300 as 200)
+ITEM_WEIGHT_STEPS = 200  # EM steps of each reweighted item distribution (item_weight_draws)
 ITEM_PRIOR_MASS = 1.0  # the item distribution's Dirichlet-process prior in its draws, in items (item_weight_draws)
 
 
@@ -325,12 +297,10 @@ def effect_draws(fit: CrossedFit, cells: Cells, n_draws: int, rng: np.random.Gen
     """Draws of the method effects (``n_draws x methods x classes``) and the instruction effects
     (``n_draws x rows x classes``) from their posteriors, each given the others at the fit.
 
-    A normal approximation at the mode is poor where accuracies saturate (a class every
-    instruction gets wrong: the log-likelihood is flat downward and falls exponentially upward), so
-    a symmetric normal draws effects the cells rule out and widens the intervals where instructions
-    barely matter (ANLI zero-shot at 10%: the method means' draws spread 0.8 points, against 1.1
-    with the normal approximation). So the draws follow the conditional posteriors themselves, with
-    the item effects weighed by their posteriors as in the fit:
+    The draws follow the conditional posteriors themselves, not a normal approximation at the mode,
+    which is poor where accuracies saturate (a class every instruction gets wrong: the log-likelihood
+    is flat downward and falls exponentially upward); the item effects are weighed by their
+    posteriors as in the fit:
 
     - a shift ``delta_c`` of every method's effect on class c (the level's own uncertainty, which
       draws of one method given the others at the fit leave out: where no observed cell is correct
@@ -341,10 +311,9 @@ def effect_draws(fit: CrossedFit, cells: Cells, n_draws: int, rng: np.random.Gen
       level's log prior (the fit's priors as functions of one method's effect), ``centre`` the mean
       of the other methods' effects shifted by the draw's ``delta_c``;
     - ``u_i`` (one logit per class): by sampling-importance-resampling, proposals from
-      ``N(u_i, PROPOSAL_SCALE^2 H_i^-1)``, ``PROPOSALS`` per draw times ``1.2^(C-1)`` rounded (a
-      widened proposal's effective share falls about that fast with the classes ``C``: 4 with one
-      class, 8 with six), weighted by ``sum_c L_ic(beta_k(i)c + u_c) - u' Sigma^-1 u / 2`` over the
-      proposal's density.
+      ``N(u_i, PROPOSAL_SCALE^2 H_i^-1)``, ``PROPOSALS * round(PROPOSAL_GROWTH^(C-1))`` per draw for
+      ``C`` classes (a widened proposal's effective share falls with the classes), weighted by
+      ``sum_c L_ic(beta_k(i)c + u_c) - u' Sigma^-1 u / 2`` over the proposal's density.
 
     ``L_ic`` is ``_loglik_tables``. Deterministic given ``rng``.
     """
@@ -374,7 +343,7 @@ def effect_draws(fit: CrossedFit, cells: Cells, n_draws: int, rng: np.random.Gen
             beta[:, g, c] = _grid_draws(log_post, n_draws, rng)
     precision = np.linalg.inv(fit.sigma)
     root = np.linalg.cholesky(np.linalg.inv(fit.h_u)).transpose(0, 2, 1) * PROPOSAL_SCALE
-    per_draw = PROPOSALS * max(1, round(1.2 ** (n_cls - 1)))
+    per_draw = PROPOSALS * max(1, round(PROPOSAL_GROWTH ** (n_cls - 1)))
     proposals = fit.u[:, None, :] + np.einsum("mlc,mcd->mld", rng.standard_normal((m, per_draw * n_draws, n_cls)), root)
     logits = fit.beta[fit.groups][:, None, :] + proposals  # rows x proposals x classes
     log_lik = sum(_at(tables[:, c], logits[:, :, c]) for c in range(n_cls))
@@ -424,20 +393,10 @@ def item_weight_draws(fit: CrossedFit, rng: np.random.Generator, n_draws: int) -
 
     ``ITEM_WEIGHT_STEPS`` EM steps from the fitted weights.
 
-    The weights' uncertainty matters where few items decide the grid: on SmolLM2's NQ-Open two of
-    100 items hold every observed correct answer, and whether a dozen items observed three times
-    each, all wrong, hide a third such item is a question of the weight at the points where items
-    are answered correctly, which a handful of items estimates. Where items seen a few times, all
-    wrong, cannot be told from an item answered now and then, the fitted weights spread those items
-    over the low logits (TriviaQA: 92 items each predicted at 0.46%) and a draw must be able to move
-    them together: reweighting the items refits where they sit, while a ``Dirichlet(sum_j resp[j])``
-    draw (the items' expected counts at each point) kept that spread in every draw. And where no
-    observed item sits at a point (TriviaQA at 25%: the one item four instructions answer, seen 7-14
-    times, all wrong), nothing but the prior puts weight there: without it every draw was sure that
-    the unobserved cells of such items hold no correct answer. On TriviaQA, adaptive design, 10 seeds,
-    the method means' intervals covered 83 / 87 / 83% of the exact means at 5 / 10 / 25% with the
-    Dirichlet draws, 87 / 93 / 83% reweighted without the prior and 90 / 97 / 100% with it (NQ-Open
-    at 25%: 93, 90, 97%).
+    This matters where a few items decide the grid (every correct answer on a handful of items):
+    reweighting the items moves the items seen a few times, all wrong, together, and the prior
+    puts weight where no observed item sits, so no draw is sure that such items' unobserved cells
+    hold no correct answer.
 
     Example (an item seen right 3 times in 3 among items seen wrong: its point's weight varies):
         >>> cells = Cells(np.repeat(np.arange(3), 4), np.tile(np.arange(4), 3),

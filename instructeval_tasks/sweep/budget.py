@@ -1,16 +1,15 @@
 """``--budget F``: evaluate a seeded share of the (instruction, test item) cells of each grid.
 
 A *grid* is one (task, setting code) of a sweep -- e.g. AG News zero-shot, or AG News few-shot with
-demo set 0 -- whose rows are the plan's instructions and whose columns are the test sample's items
+one demo set -- whose rows are the plan's instructions and whose columns are the test sample's items
 (positions 0..n-1 in the task's evaluation docs, the harness's ``doc_id``). A budget keeps about
 ``F`` of its ``m x n`` cells, with three guarantees:
 
 - **every instruction** gets its quota of items: ``q = max(ceil(F * n), min_items, ceil(n / m))``
   (at most ``n``) under ``--budget-design uniform``; under ``balanced`` the same
   ``m * max(ceil(F * n), ceil(n / m))`` cells are shared among the selection methods by the square
-  root of their instruction counts (``balanced_quotas``: a 5-instruction method gets 2.8 times a
-  40-instruction one's items per instruction, so its mean is not left to an eighth of the other's
-  cells), each instruction at least ``min_items`` (default 5);
+  root of their instruction counts (``balanced_quotas``), each instruction at least ``min_items``
+  (default ``BALANCED_MIN_ITEMS``);
 - **every item** gets at least one instruction;
 - **classes are balanced** within each instruction's items: the gold classes' counts differ by at
   most one (``balanced_counts``), as far as each class's items allow; the extra items go to a
@@ -20,8 +19,8 @@ The default design, ``adaptive`` (``sweep.adaptive``), deals half of the budget 
 design does and chooses the rest in rounds from the scores of the cells saved before them.
 
 The instructions of ``full_methods`` (default: ``null``) are evaluated on every item: the null
-instruction is the baseline of every relative gain (weighted 5x in mu), and one row of ``n``
-cells costs ``1/m`` of the grid. ``m`` in the quota counts the other instructions.
+instruction is the baseline of every relative gain, and one row of ``n`` cells costs ``1/m`` of
+the grid. ``m`` in the quota counts the other instructions.
 
 Items are dealt from one shuffled queue per class, so each item is used ``floor`` or ``ceil`` of
 its class's share before any item is used again; an item still uncovered at the end (a class
@@ -202,9 +201,10 @@ def balanced_quotas(methods: Sequence[str], n_items: int, budget: Budget) -> lis
     shares them among the methods by square-root power allocation (Bankier 1988): method k, with
     ``m_k`` instructions, gets ``T * sqrt(m_k) / sum_k' sqrt(m_k')`` cells, so each of its
     instructions ``q_k = T / (sqrt(m_k) * sum_k' sqrt(m_k'))`` items. A method mean's sampling
-    variance goes as ``1 / (m_k q_k)``: uniform quotas leave a 5-instruction method an eighth of a
-    40-instruction one's cells; equal method totals would starve the many instructions of the large
-    one, which the quantiles across instructions rest on; the square root sits between. Each quota
+    variance goes as ``1 / (m_k q_k)``: uniform quotas leave a small method's mean few cells (a
+    method of ``m_k`` instructions gets ``m_k / m`` of them); equal method totals would starve the
+    many instructions of a large one, which the quantiles across instructions rest on; the square
+    root sits between. Each quota
     is kept within ``[min_items, n]`` (a method held at a bound leaves the rest to the others), then
     rounded down, the cells left going one per instruction, largest remainder first (ties: the
     earlier instruction).
@@ -451,18 +451,12 @@ def next_round_cells(
     (the label scores of every evaluated cell, rows in ``observed``'s order:
     ``choice_scores.choice_grid`` on ``observed_cells``), the label-score model; ``frozen``
     instructions (the fully evaluated methods) get none. Each instruction's Neyman share is
-    weighted by ``m_k ** (BALANCED_POWER - 1)``, ``m_k`` the instruction count of its method, so that a method's share of the round grows as
-    ``m_k ** BALANCED_POWER``, as in the balanced design: unweighted, a 5-instruction method's mean
-    gets an eighth of a 40-instruction one's new cells. (10 seeds on the twelve validation grids,
-    ``benchmarks/budget_validation.py``: method-mean error at 5 / 10 / 25% 1.04 / 0.68 / 0.27 points
-    against 1.10 / 0.73 / 0.33 unweighted, quantiles 1.08 / 0.76 / 0.39 against 1.11 / 0.81 / 0.38.)
+    weighted by ``m_k ** (BALANCED_POWER - 1)``, ``m_k`` the instruction count of its method, so that
+    a method's share of the round grows as ``m_k ** BALANCED_POWER``, as in the balanced design
+    (unweighted, it would grow as ``m_k``). Items every instruction seen so far answered alike get
+    few cells, so an item the first slice saw right each time may not be seen again.
     Deterministic: the same evaluated cells give the same next cells, so a resumed run re-derives
-    them. Items every instruction seen so far answered alike get few cells, so an item the first
-    slice saw right each time may not be seen again (the crossed model's misses, docs/budget.md); a floor
-    of ``q_j (1 - q_j)`` on every cell's variance, ``q_j = (right_j + 1/2) / (seen_j + 1)`` its
-    item's observed rate, re-checked such items but cost more than it gave: method-mean error on the
-    five crossed-model validation grids 0.51 / 0.35 points at 5 / 10% against 0.55 / 0.42 with it
-    (HellaSwag zero-shot at 10% 0.85 against 1.08; TriviaQA's coverage at 5% unchanged), 10 seeds.
+    them.
 
     Example:
         >>> seen = {"a": {0: 1.0, 1: 0.0}, "b": {2: 1.0, 3: 1.0}}
