@@ -293,7 +293,7 @@ def choose_cells(grid: dict, key: str, fraction: float, seed: int, design: str, 
     for budget_round in budget_rounds(budget):
         target = round_target(budget, budget_round, list(methods.values()), y.shape[1], {"grid_cells": grid_cells})
         observed = {name: {j: y[i, j] for j in chosen[name]} for i, name in enumerate(names)}
-        # a grid with label scores: the rounds choose from them, as the runner's do (adaptive.plan_round)
+        # a grid with label scores: the rounds choose from them, as the runner's do (adaptive.native_grid_cells)
         choice = choice_grid_of(grid, observed_cells(observed, methods, y.shape[1], targets))
         for name, items in next_round_cells(observed, methods, y.shape[1], target, budget_round.rounds_left,
                                             frozen=full, targets=targets, choice=choice).items():

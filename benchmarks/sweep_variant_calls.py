@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import backend_common as bc
@@ -47,7 +48,8 @@ def main() -> int:
     profile = get_profile("quick").override(test_sample=args.test_sample)
     plan = build_plan(args.tasks.split(","), ["null"], profile, load_bank())
     model_args = {"pretrained": str(Path(args.model_dir).resolve()), "dtype": args.dtype}
-    metadata = {v.name: {**v.protocol_metadata(profile, bank_dir=None, data_dir=data_dir), **model_args} for v in plan}
+    plan = [replace(v, metadata={**v.protocol_metadata(profile, bank_dir=None, data_dir=data_dir), **model_args})
+            for v in plan]
     lm = load_model(args.model, model_args, batch_size=args.batch_size, max_batch_size=None, device="cpu")
     chunks: dict[str, list] = {}
     for variant in plan:
@@ -56,7 +58,7 @@ def main() -> int:
     def pooled() -> dict[str, dict]:
         scores = {}
         for variants in chunks.values():
-            tasks = [InstructEvalTask(config=variant_config(base_task_config(v.task), v, profile, metadata[v.name]))
+            tasks = [InstructEvalTask(config=variant_config(base_task_config(v.task), v, profile, v.metadata))
                      for v in variants]
             results = lm_eval.simple_evaluate(model=lm, tasks=tasks, log_samples=True, verbosity="ERROR",
                                               task_manager=object_task_manager())
@@ -66,7 +68,7 @@ def main() -> int:
     def per_variant() -> dict[str, dict]:
         scores = {}
         for variants in chunks.values():
-            results, _ = evaluate_chunk(lm, variants, profile, metadata, {}, log_samples=True)
+            results, _ = evaluate_chunk(lm, variants, profile, {}, log_samples=True)
             scores.update(results["results"])
         return scores
 

@@ -26,39 +26,36 @@ the design's own rounds, their records saying ``extend: F`` (``budget.budget_rou
 already saved keep their records and fingerprints, so a folder run at ``--budget 0.1`` is extended
 in place, each extension after the earlier ones.
 
+The rounds are planned by ``rounds.plan_round`` for every kind of job; ``native_grid_cells`` reads a
+grid of the nine tasks' variants back for it.
+
 Example (the rounds' names):
     >>> from instructeval_banks import BankEntry
     >>> v = Variant("agnews", BankEntry("generic-01", "Classify the news.", "generic", "agnews", 0), "zero_shot")
-    >>> round_variant(v, 2).name
+    >>> v.in_round(2, {}).name
     'instructeval_agnews__generic-01__zs__r2'
 """
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 from pathlib import Path
 from typing import Any
 
 from ..data import read_jsonl
 from ..errors import UserError
-from ..fingerprint import fingerprint
 from ..estimation import ChoiceGrid, estimator_for
 from ..estimation.choice_scores import choice_grid, choice_scores_of
 from ..estimation.item_response import target_text
 from ..specs import get_spec
-from .budget import BUDGET_KEY, Budget, BudgetRound, next_round_cells, observed_cells, round_record, round_target
+from .budget import BUDGET_KEY, observed_cells
 from .plan import Variant
+from .rounds import GridCells
 from .store import SweepStore
 
 # The primary metric, first present wins (the aggregation's choice): what a round fits, what the
 # runner's progress lines show.
 SAMPLE_METRICS = ("acc_per_token", "acc", "quasi_exact_match", "execution_accuracy")
-
-
-def round_variant(variant: Variant, budget_round: int) -> Variant:
-    """``variant`` in round ``budget_round`` of an adaptive budget or an extension."""
-    return dataclasses.replace(variant, budget_round=budget_round)
 
 
 def saved_rows(store: SweepStore, name: str) -> tuple[Path, list[dict[str, Any]]]:
@@ -88,61 +85,34 @@ def _cells_of(path: Path, rows: list[dict[str, Any]],
     return {int(row["doc_id"]): float(row[metric]) for row in rows}, metric
 
 
-def plan_round(budget_round: BudgetRound, first: list[Variant], earlier: dict[str, list[Variant]],
-               metadata: dict[str, dict[str, Any]], store: SweepStore, budget: Budget) -> dict[str, Variant]:
-    """The variant of ``budget_round`` (an adaptive design's round, or an extension's: ``budget.budget_rounds``)
-    of each first-slice variant (of ``first``, all budgeted) that gets cells.
-
-    ``earlier[name]`` are the variants of a first-slice variant's earlier rounds (itself included);
-    their cells are read back from ``store``. Adds the new variants' metadata to ``metadata``;
-    returns them keyed by their first-slice variant's name.
-    """
-    grids: dict[str, list[Variant]] = {}
-    for variant in first:
-        grids.setdefault(metadata[variant.name][BUDGET_KEY]["grid"], []).append(variant)
-    new: dict[str, Variant] = {}
-    saved_meta = {name: meta for _, name, meta in store.saved_variants()}
-    for grid, variants in sorted(grids.items()):
-        record = metadata[variants[0].name][BUDGET_KEY]
-        kind = get_spec(variants[0].task).kind
-        # the gold classes the fit gives their own effects; open answers are no classes
-        targets: dict[int, str | None] | None = {} if kind != "gqa" else None
-        wants_scores = kind == "cls"  # only then are the lines' label scores read
-        observed: dict[str, dict[int, float]] = {}
-        scored = []
-        metrics, token_counts = set(), []
-        for i, v in enumerate(variants):
-            observed[v.name], lines = {}, []
-            for part in earlier[v.name]:
-                path, rows = saved_rows(store, part.name)
-                part_cells, metric = _cells_of(path, rows, targets)
-                observed[v.name].update(part_cells)
-                metrics.add(metric)
-                if wants_scores:
-                    lines += rows
-                    token_counts.append(saved_meta.get(part.name, {}).get("choice_token_counts"))
+def native_grid_cells(variants: list[Variant], earlier: dict[str, list[Variant]], store: SweepStore) -> GridCells:
+    """A grid of the nine tasks' variants read back for ``rounds.plan_round``: every variant's cells of
+    its earlier rounds (``earlier[name]``, itself included), the gold classes the fit gives their own
+    effects (none for open answers), on a classification grid the label scores, and the estimator the
+    round's allocation fits (``estimation.estimator_for``: its registered name goes in ``allocation``)."""
+    record = variants[0].metadata[BUDGET_KEY]
+    kind = get_spec(variants[0].task).kind
+    targets: dict[int, str | None] | None = {} if kind != "gqa" else None
+    wants_scores = kind == "cls"  # only then are the lines' label scores read
+    saved_meta = {name: meta for _, name, meta in store.saved_variants()} if wants_scores else {}
+    observed: dict[str, dict[int, float]] = {}
+    scored = []
+    metrics, token_counts = set(), []
+    for i, v in enumerate(variants):
+        observed[v.name], lines = {}, []
+        for part in earlier[v.name]:
+            path, rows = saved_rows(store, part.name)
+            part_cells, metric = _cells_of(path, rows, targets)
+            observed[v.name].update(part_cells)
+            metrics.add(metric)
             if wants_scores:
-                scored.append((i, choice_scores_of(lines)))
-        frozen = [v.name for v in variants if v.entry.method in budget.full_methods]
-        methods = {v.name: v.entry.method for v in variants}
-        target = round_target(budget, budget_round, list(methods.values()), record["n_items"], record)
-        cells = observed_cells(observed, methods, record["n_items"], targets)
-        if wants_scores and len(metrics) == 1:
-            built = choice_grid(cells, scored, metrics.pop(), token_counts)
-            if isinstance(built, ChoiceGrid):
-                cells = dataclasses.replace(cells, label_scores=built)
-        allocation = estimator_for(cells).name  # what next_round_cells fits
-        chosen = next_round_cells(observed, methods, record["n_items"], target, budget_round.rounds_left,
-                                  frozen=frozen, targets=targets, choice=cells.label_scores)
-        for variant in variants:
-            items = chosen.get(variant.name)
-            if not items:
-                continue
-            later = round_variant(variant, budget_round.number)
-            meta = copy.deepcopy(metadata[variant.name])
-            meta[BUDGET_KEY] = {**round_record(meta[BUDGET_KEY], items, budget_round), "allocation": allocation}
-            meta["variant_fingerprint"] = fingerprint({"first": metadata[variant.name]["variant_fingerprint"],
-                                                       BUDGET_KEY: meta[BUDGET_KEY]})
-            metadata[later.name] = meta
-            new[variant.name] = later
-    return new
+                lines += rows
+                token_counts.append(saved_meta.get(part.name, {}).get("choice_token_counts"))
+        if wants_scores:
+            scored.append((i, choice_scores_of(lines)))
+    cells = observed_cells(observed, {v.name: v.method for v in variants}, record["n_items"], targets)
+    if wants_scores and len(metrics) == 1:
+        built = choice_grid(cells, scored, metrics.pop(), token_counts)
+        if isinstance(built, ChoiceGrid):
+            cells = dataclasses.replace(cells, label_scores=built)
+    return GridCells(observed, targets, cells.label_scores, estimator_for(cells).name)

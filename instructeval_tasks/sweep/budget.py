@@ -318,7 +318,7 @@ def assign_cells(
 def budget_record(budget: Budget, items: list[int], n_items: int, grid: str, grid_cells: int, grid_size: int) -> dict[str, Any]:
     """What a budgeted variant's metadata records under ``budget``.
 
-    An adaptive design's first-slice variants also record ``round: 0`` (``adaptive.plan_round``
+    An adaptive design's first-slice variants also record ``round: 0`` (``rounds.plan_round``
     writes the later rounds' records); ``grid_cells`` is then the grid's cells after the last round.
     """
     record = {

@@ -19,6 +19,7 @@ from ..errors import UserError
 from ..specs import get_spec
 from .budget import BUDGET_KEY
 from .env_info import environment_info_once
+from .job import Chunk, ChunkOfVariants
 from .plan import Variant, fingerprint
 from .profiles import Profile
 from .window import ALLOW_TRUNCATION_KEY, check_window
@@ -103,30 +104,32 @@ class ModelSpec:
 
 
 @dataclass
-class ChunkJob:
-    """The pending variants of one (task, instruction) chunk: one results file."""
+class ChunkJob(ChunkOfVariants):
+    """The pending variants of one (task, instruction) chunk: one results file (a ``job.Chunk``)."""
 
     key: str
     variants: list[Variant]
-    metadata: dict[str, dict[str, Any]]
-
-    @property
-    def names(self) -> list[str]:
-        return [v.name for v in self.variants]
+    poolable = True  # budgeted chunks of one placement share a harness call (``pool_key``)
 
     def restricted(self, variants: list[Variant]) -> "ChunkJob":
         """The same chunk for ``variants`` only (those still missing after another process saved some)."""
-        return chunk_jobs(variants, self.metadata)[0]
+        return chunk_jobs(variants)[0]
+
+    def evaluate(self, lm: Any, spec: "ModelSpec", profile: Profile, bases: dict[str, dict[str, Any]], *,
+                 log_samples: bool, on_variant: Callable[[Variant, dict[str, Any], float], None] | None = None
+                 ) -> tuple[dict[str, Any], dict[str, list[dict]]]:
+        """``evaluate_chunk`` of its variants."""
+        return evaluate_chunk(lm, self.variants, profile, bases, log_samples=log_samples, on_variant=on_variant)
 
 
-def chunk_jobs(pending: list[Variant], metadata: dict[str, dict[str, Any]]) -> list[ChunkJob]:
+def chunk_jobs(pending: list[Variant]) -> list[ChunkJob]:
     """The pending variants grouped into chunks, in plan order."""
     jobs = []
     for chunk, group in groupby(pending, key=lambda v: v.chunk):
         variants = list(group)
         # One file per pending set: extending a sweep never overwrites earlier chunks' results.
         key = f"{chunk}__{fingerprint({'variants': [v.name for v in variants]})[:8]}"
-        jobs.append(ChunkJob(key, variants, {v.name: metadata[v.name] for v in variants}))
+        jobs.append(ChunkJob(key, variants))
     return jobs
 
 
@@ -182,20 +185,20 @@ def stock_path_note(results: dict[str, Any]) -> str:
     return f" [{record['stock_requests']} of {total} requests{pooled} on the stock path: {reasons}]"
 
 
-def _prepared_task(lm: Any, variant: Variant, profile: Profile, metadata: dict[str, dict[str, Any]],
+def _prepared_task(lm: Any, variant: Variant, profile: Profile,
                    bases: dict[str, dict[str, Any]]) -> tuple[Any, list[int] | None, dict[str, Any]]:
     """``variant``'s harness task, its budget's cells (None: every item) and its chat keywords."""
     from ..task import base_task_config, task_from_config
 
     base = bases.setdefault(variant.task, base_task_config(variant.task))
-    task = task_from_config(variant_config(base, variant, profile, metadata[variant.name]))
-    budget = metadata[variant.name].get(BUDGET_KEY)
+    task = task_from_config(variant_config(base, variant, profile, variant.metadata))
+    budget = variant.metadata.get(BUDGET_KEY)
     # A budgeted variant evaluates its cells through the harness's own doc selection
     # (``lm_eval --samples``); the logged doc_id stays the item's position in the test sample.
     items = list(budget["items"]) if budget else None
     chat = chat_arguments(lm, variant)
     # A prompt longer than the window would lose its instruction first: refused, or recorded.
-    task.truncation = check_window(task, lm, variant.name, allow=bool(metadata[variant.name].get(ALLOW_TRUNCATION_KEY)),
+    task.truncation = check_window(task, lm, variant.name, allow=bool(variant.metadata.get(ALLOW_TRUNCATION_KEY)),
                                    doc_ids=items, chat=chat)
     return task, items, chat
 
@@ -204,7 +207,6 @@ def evaluate_chunk(
     lm: Any,
     variants: list[Variant],
     profile: Profile,
-    metadata: dict[str, dict[str, Any]],
     bases: dict[str, dict[str, Any]],
     *,
     log_samples: bool,
@@ -223,7 +225,7 @@ def evaluate_chunk(
     with environment_info_once():  # torch's collect_env once per process, not ~4 s per variant
         for variant in variants:
             started = time.monotonic()
-            task, items, chat = _prepared_task(lm, variant, profile, metadata, bases)
+            task, items, chat = _prepared_task(lm, variant, profile, bases)
             results = lm_eval.simple_evaluate(model=lm, tasks=[task], log_samples=log_samples, verbosity="ERROR",
                                               task_manager=object_task_manager(),
                                               samples={variant.name: items} if items is not None else None, **chat)
@@ -244,9 +246,9 @@ POOL_ITEMS = 200
 
 def pool_key(job: Any) -> tuple | None:
     """What chunks must share to be evaluated in one harness call (their chat keywords); None for a
-    chunk that is evaluated on its own: a harness task's job (one call already), or a chunk with a
+    chunk that is evaluated on its own: one that is not ``poolable`` (a harness task's job: one call already), or a chunk with a
     variant that is not budgeted (its variant has enough items to fill the batches alone)."""
-    if hasattr(job, "evaluate_with") or not all(BUDGET_KEY in job.metadata[v.name] for v in job.variants):
+    if not job.poolable or not all(BUDGET_KEY in v.metadata for v in job.variants):
         return None
     keys = {(v.placement, v.fewshot_as_multiturn) for v in job.variants}
     return next(iter(keys)) if len(keys) == 1 else None
@@ -254,7 +256,7 @@ def pool_key(job: Any) -> tuple | None:
 
 def pool_items(job: "ChunkJob") -> int:
     """The cells a budgeted chunk evaluates (items summed over its variants)."""
-    return sum(len(job.metadata[v.name][BUDGET_KEY]["items"]) for v in job.variants)
+    return sum(len(v.metadata[BUDGET_KEY]["items"]) for v in job.variants)
 
 
 def evaluate_pool(
@@ -279,10 +281,9 @@ def evaluate_pool(
     import lm_eval
 
     variants = [v for job in jobs for v in job.variants]
-    metadata = {name: meta for job in jobs for name, meta in job.metadata.items()}
     started = time.monotonic()
     with environment_info_once():
-        prepared = [_prepared_task(lm, v, profile, metadata, bases) for v in variants]
+        prepared = [_prepared_task(lm, v, profile, bases) for v in variants]
         chat = prepared[0][2]
         results = lm_eval.simple_evaluate(model=lm, tasks=[task for task, _, _ in prepared], log_samples=log_samples,
                                           verbosity="ERROR", task_manager=object_task_manager(),
@@ -321,7 +322,7 @@ def chat_arguments(lm: Any, variant: Variant) -> dict[str, Any]:
 
 def evaluate_job(
     lm: Any,
-    job: ChunkJob,
+    job: "Chunk",
     spec: ModelSpec,
     profile: Profile,
     bases: dict[str, dict[str, Any]],
@@ -332,15 +333,11 @@ def evaluate_job(
     """One chunk, ready to save: ``evaluate_chunk`` plus the run's model settings in ``config``.
 
     The one step every executor runs (in the sweep's process or in a worker); the caller writes
-    the returned (results, samples) through the ``SweepStore``. A job of another kind (a harness
-    task's, ``harness_runs.HarnessJob``) evaluates itself.
+    the returned (results, samples) through the ``SweepStore``. Each kind of chunk (``job.Chunk``: a
+    ``ChunkJob``, a harness task's ``harness_runs.HarnessJob``) evaluates itself.
     """
-    if hasattr(job, "evaluate_with"):
-        with environment_info_once():  # its environment record and git hash as a chunk's: once, quietly
-            results, samples = job.evaluate_with(lm, spec, log_samples=log_samples, on_variant=on_variant)
-    else:
-        results, samples = evaluate_chunk(lm, job.variants, profile, job.metadata, bases, log_samples=log_samples,
-                                          on_variant=on_variant)
+    with environment_info_once():  # its environment record and git hash: once per process, quietly
+        results, samples = job.evaluate(lm, spec, profile, bases, log_samples=log_samples, on_variant=on_variant)
     return _with_model_settings(results, spec), samples
 
 

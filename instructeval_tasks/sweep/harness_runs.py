@@ -35,9 +35,9 @@ call: it builds every row's prompt (the demos are drawn row after row from one s
 and runs the requests of its cells only, so a cell's request is the full grid's.
 
 ``--budget-design adaptive`` deals that way only the first slice; its later rounds
-(``plan_harness_round``) fit the item-response model to the cells saved so far, one (task,
-placement) at a time, and add cells where it is least sure, as ``adaptive.plan_round`` does for
-the nine tasks: a round's cells of an instruction are a variant ``<name>__r<round>`` (one harness
+(``rounds.plan_round``, as for the nine tasks, reading the cells with ``harness_grid_cells``) fit
+the item-response model to the cells saved so far, one (task, placement) at a time, and add cells
+where it is least sure: a round's cells of an instruction are a variant ``<name>__r<round>`` (one harness
 call per task and round). Those later cells follow each model's and placement's own scores, so
 only the first slice is paired across placements and models. ``--budget-extend`` adds its rounds
 the same way, after the design's cells.
@@ -51,7 +51,6 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import copy
 import dataclasses
 import json
 import logging
@@ -75,10 +74,11 @@ from ..harness.tasks import (
 from instructeval_banks.schema import known_tasks
 from ..estimation.item_response import target_text
 from .adaptive import saved_rows
-from .budget import (BUDGET_KEY, Budget, BudgetRound, budget_record, extended_cells, grid_cells_of, next_round_cells,
-                     round_record, round_target)
+from .budget import BUDGET_KEY, Budget, budget_record, grid_cells_of
 from .harness_window import check_harness_window, record_truncation
 from .plan import fingerprint, sample_bank_entries
+from .job import ChunkOfVariants
+from .rounds import GridCells
 
 DOC_IDS = "eval row"
 
@@ -121,9 +121,26 @@ class HarnessVariant:
         """All variants of one harness task are one job (one harness call, one results file)."""
         return f"harness__{self.task}"
 
+    @property
+    def round_grid(self) -> tuple[str, int | None, str]:
+        """The grid of its budget rounds (``rounds.plan_round``): (task, n-shot, placement). The
+        budget record's grid has no placement (the first cells are the same in every placement), the
+        rounds follow each placement's own scores."""
+        return (self.task, self.num_fewshot, self.placement)
+
+    def in_round(self, budget_round: int, metadata: dict[str, Any]) -> "HarnessVariant":
+        """This variant's cells of a later budget round, named ``<name>__r<round>``.
+
+            >>> v = HarnessVariant("boolq__generic-0", "boolq", 0, "generic", None, "description", {})
+            >>> later = v.in_round(1, {"budget": {"items": [2], "round": 1}})
+            >>> later.name, later.chunk
+            ('boolq__generic-0__r1', 'harness__boolq')
+        """
+        return dataclasses.replace(self, name=f"{self.name}__r{budget_round}", metadata=metadata)
+
 
 @dataclass
-class HarnessJob:
+class HarnessJob(ChunkOfVariants):
     """The pending variants of one harness task, evaluated in one harness call: a job for any executor
     (the local loop, a Ray worker), claimed and saved like a chunk of the nine tasks.
 
@@ -135,22 +152,15 @@ class HarnessJob:
     variants: list[HarnessVariant]
     config: dict[str, Any]  # the stock task's config
     data_dir: str | None
-
-    @property
-    def names(self) -> list[str]:
-        return [v.name for v in self.variants]
-
-    @property
-    def metadata(self) -> dict[str, dict[str, Any]]:
-        return {v.name: v.metadata for v in self.variants}
+    poolable = False  # one harness call already (``chunk.pool_key``)
 
     def restricted(self, variants: list[HarnessVariant]) -> "HarnessJob":
         """The same job for ``variants`` only (those still missing after another process saved some)."""
         return harness_jobs(variants, {self.variants[0].task: self.config}, self.data_dir)[0]
 
-    def evaluate_with(self, lm: Any, spec: Any, *, log_samples: bool,
-                      on_variant: Callable[[Any, dict[str, Any], float], None] | None = None
-                      ) -> tuple[dict[str, Any], dict[str, list[dict]]]:
+    def evaluate(self, lm: Any, spec: Any, profile: Any, bases: dict[str, dict[str, Any]], *, log_samples: bool,
+                 on_variant: Callable[[Any, dict[str, Any], float], None] | None = None
+                 ) -> tuple[dict[str, Any], dict[str, list[dict]]]:
         """``(results, samples)`` of the harness call (``chunk.evaluate_job`` adds the run's model settings)."""
         from .validate import check_chat_template
 
@@ -306,45 +316,6 @@ def quiet_harness() -> Iterator[None]:
             datasets_logging.enable_progress_bar()
 
 
-def budget_totals(variants: list[HarnessVariant], budget: Budget) -> dict[str, Any]:
-    """The harness grids' cells under ``budget``: ``{"grids", "cells", "grid_size"}`` (and, with
-    ``--budget-extend``, ``extend_to`` and ``extend_cells``: the cells the extension brings them to)."""
-    grids: dict[str, tuple[int, int]] = {}
-    methods: dict[str, list[str]] = {}
-    n_items: dict[str, int] = {}
-    for v in variants:  # each placement is a grid of its own here (the cells are the same in all)
-        record = v.metadata[BUDGET_KEY]
-        key = f"{v.task}:{v.num_fewshot}:{v.placement}"
-        grids[key] = (record["grid_cells"], record["grid_size"])
-        methods.setdefault(key, []).append(v.method)
-        n_items[key] = record["n_items"]
-    totals = {**budget.as_dict(), "grids": len(grids), "cells": sum(c for c, _ in grids.values()),
-              "grid_size": sum(s for _, s in grids.values())}
-    if budget.design == "adaptive":
-        totals["first_cells"] = sum(len(v.metadata[BUDGET_KEY]["items"]) for v in variants)
-    if budget.extend_to is not None:
-        totals.update(extend_to=budget.extend_to, extend_cells=sum(
-            max(cells, extended_cells(methods[key], n_items[key], budget, budget.extend_to))
-            for key, (cells, _) in grids.items()))
-    return totals
-
-
-def round_variant(variant: HarnessVariant, budget_round: BudgetRound, items: list[int]) -> HarnessVariant:
-    """``variant``'s cells ``items`` (positions in its ``test_ids``) in ``budget_round`` (of an adaptive
-    budget or an extension).
-
-        >>> v = HarnessVariant("boolq__generic-0", "boolq", 0, "generic", None, "description",
-        ...                    {"budget": {"items": [0, 4], "round": 0}, "variant_fingerprint": "f"})
-        >>> later = round_variant(v, BudgetRound(1, None, 1, 2), [2])
-        >>> later.name, later.metadata["budget"], later.chunk
-        ('boolq__generic-0__r1', {'items': [2], 'round': 1}, 'harness__boolq')
-    """
-    meta = copy.deepcopy(variant.metadata)
-    meta[BUDGET_KEY] = round_record(meta[BUDGET_KEY], items, budget_round)
-    meta["variant_fingerprint"] = fingerprint({"first": variant.fingerprint, BUDGET_KEY: meta[BUDGET_KEY]})
-    return dataclasses.replace(variant, name=f"{variant.name}__r{budget_round.number}", metadata=meta)
-
-
 def primary_sample_metric(config: dict[str, Any], row: dict[str, Any]) -> str | None:
     """The task's first metric of its ``metric_list`` that a samples row carries (what the report scores)."""
     names = [m.get("metric") for m in config.get("metric_list") or [] if isinstance(m, dict)]
@@ -374,36 +345,21 @@ def saved_harness_cells(store: Any, variant: HarnessVariant, config: dict[str, A
     return cells
 
 
-def plan_harness_round(budget_round: BudgetRound, first: list[HarnessVariant], earlier: dict[str, list[HarnessVariant]],
-                       store: Any, budget: Budget, configs: dict[str, dict]) -> dict[str, HarnessVariant]:
-    """The variant of ``budget_round`` (an adaptive design's round, or an extension's) of each
-    first-slice variant (``first``: every harness variant of the run) that gets cells, keyed by its
-    first-slice variant's name; ``earlier[name]``: the variant's earlier rounds (itself included),
-    their cells read back from ``store``.
+def harness_grid_cells(configs: dict[str, dict]) -> Any:
+    """The reader of a harness grid's saved cells for ``rounds.plan_round`` (``configs``: the stock
+    config per harness task): every variant's cells of its earlier rounds (``saved_harness_cells``);
+    on a multiple-choice task each item's gold answer too, so that the fit gives each its own
+    instruction effects, as the report's fit does."""
 
-    Each (task, n-shot, placement) is a grid of its own here; an adaptive round's target is the
-    uniform design's cells of one placement (``grid_cells``), an extension's the design's cells at
-    its share (``budget.round_target``). On a multiple-choice task the fit gives each gold answer
-    its own instruction effects (the samples' ``target``), as the report's fit does.
-    """
-    groups: dict[tuple, list[HarnessVariant]] = {}
-    for variant in first:
-        groups.setdefault((variant.task, variant.num_fewshot, variant.placement), []).append(variant)
-    new: dict[str, HarnessVariant] = {}
-    for (task, _, _), variants in sorted(groups.items()):
-        record = variants[0].metadata[BUDGET_KEY]
-        target = round_target(budget, budget_round, [v.method for v in variants], record["n_items"], record)
-        targets: dict[int, str | None] | None = {} if configs[task].get("output_type") == "multiple_choice" else None
+    def observe(variants: list[HarnessVariant], earlier: dict[str, list[HarnessVariant]], store: Any) -> GridCells:
+        config = configs[variants[0].task]
+        targets: dict[int, str | None] | None = {} if config.get("output_type") == "multiple_choice" else None
         observed = {v.name: {item: score for part in earlier[v.name]
-                             for item, score in saved_harness_cells(store, part, configs[task], targets).items()}
+                             for item, score in saved_harness_cells(store, part, config, targets).items()}
                     for v in variants}
-        frozen = [v.name for v in variants if v.method in budget.full_methods]
-        chosen = next_round_cells(observed, {v.name: v.method for v in variants}, record["n_items"], target,
-                                  budget_round.rounds_left, frozen=frozen, targets=targets)
-        for variant in variants:
-            if chosen.get(variant.name):
-                new[variant.name] = round_variant(variant, budget_round, chosen[variant.name])
-    return new
+        return GridCells(observed, targets)
+
+    return observe
 
 
 def replay_command(task: str, num_fewshot: int, ids: list[int] | None, *, chat: bool = False, multiturn: bool | None = None) -> str:

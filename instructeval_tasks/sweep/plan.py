@@ -10,7 +10,7 @@ sweep recognises finished variants and refuses results of a different protocol u
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Sequence
 
 from instructeval_banks import Bank, BankEntry, sample_entries
@@ -54,6 +54,25 @@ class Variant:
     budget_round: int = 0  # an adaptive budget's later rounds: more cells of the same instruction and setting
     placement: str = "description"  # where the instruction goes (options.PLACEMENTS); the chat ones are their own settings
     fewshot_as_multiturn: bool | None = None  # a chat placement's demos as turns (None: lm-eval's default, yes)
+    # its task metadata (``protocol_metadata`` with the run's model keys and budget cells), set by the sweep
+    metadata: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def fingerprint(self) -> str:
+        return self.metadata["variant_fingerprint"]
+
+    @property
+    def method(self) -> str:
+        return self.entry.method
+
+    @property
+    def round_grid(self) -> str:
+        """The grid whose budget rounds it takes part in (``rounds.plan_round``): its ``grid``."""
+        return self.grid
+
+    def in_round(self, budget_round: int, metadata: dict[str, Any]) -> "Variant":
+        """This variant's cells of a later budget round (``rounds.plan_round``), named ``<name>__r<round>``."""
+        return replace(self, budget_round=budget_round, metadata=metadata)
 
     @property
     def chunk(self) -> str:

@@ -23,7 +23,7 @@ import logging
 import os
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -36,9 +36,10 @@ from ..specs import get_spec, resolve_task_names
 from .identity import RUN_FINGERPRINT_KEY, for_task, protocol_fields, run_fingerprint
 from .plan import MODEL_ARG_KEYS, Variant, build_plan, fingerprint
 from .profiles import Profile, get_profile
-from .adaptive import SAMPLE_METRICS, plan_round
+from .adaptive import SAMPLE_METRICS, native_grid_cells
 from .budget import (ADAPTIVE_ROUNDS, BUDGET_KEY, DEFAULT_DESIGN, EXTEND_ROUNDS, Budget, BudgetRound, budget_record, budget_rounds,
-                     extended_cells, grid_cells_of)
+                     grid_cells_of)
+from .rounds import Observe, budget_totals, plan_round
 from .chunk import (
     PATH_KEY,
     ChunkJob,
@@ -79,8 +80,7 @@ class SweepReport:
     plan: dict[str, Any] = field(default_factory=dict)  # sweep.json's content (also for a dry run, which writes none)
 
 
-def preflight(plan: list[Variant], profile: Profile, metadata: dict[str, dict[str, Any]], *,
-              classes: bool = False) -> dict[str, list[Any]]:
+def preflight(plan: list[Variant], profile: Profile, *, classes: bool = False) -> dict[str, list[Any]]:
     """Build the first variant of every (task, setting) as a task before the model loads.
 
     Building a task reads its metadata options, its data and its instruction, and draws its test
@@ -103,7 +103,7 @@ def preflight(plan: list[Variant], profile: Profile, metadata: dict[str, dict[st
             continue
         seen.add((variant.task, variant.setting))
         base = bases.setdefault(variant.task, base_task_config(variant.task))
-        task = task_from_config(variant_config(base, variant, profile, metadata[variant.name]))
+        task = task_from_config(variant_config(base, variant, profile, variant.metadata))
         k = int(task.config.num_fewshot or 0)
         if k and isinstance(getattr(task, "sampler", None), FixedDemoSampler):
             try:  # the demo set is drawn lazily, on the first prompt: draw it now (K > the train split)
@@ -116,9 +116,9 @@ def preflight(plan: list[Variant], profile: Profile, metadata: dict[str, dict[st
     return labels
 
 
-def apply_budget(plan: list[Variant], metadata: dict[str, dict[str, Any]], classes: dict[str, list[Any]],
-                 budget: Budget) -> dict[str, Any]:
-    """Record each variant's cells under ``metadata[name]["budget"]`` (see ``budget``); returns the totals.
+def apply_budget(plan: list[Variant], classes: dict[str, list[Any]], budget: Budget) -> dict[str, Any]:
+    """Record each variant's cells under ``variant.metadata["budget"]`` (see ``budget``); returns the totals
+    (``rounds.budget_totals``).
 
     A grid is one (task, setting code); its fingerprint-bearing metadata changes, so a budgeted
     variant is never taken for the full one on resume (nor the reverse).
@@ -126,29 +126,17 @@ def apply_budget(plan: list[Variant], metadata: dict[str, dict[str, Any]], class
     grids: dict[str, list[Variant]] = {}
     for variant in plan:
         grids.setdefault(variant.grid, []).append(variant)
-    cells = size = first_cells = extend_cells = 0
     for grid, variants in grids.items():
         labels = classes[variants[0].task]
-        full = [v.name for v in variants if v.entry.method in budget.full_methods]
+        full = [v.name for v in variants if v.method in budget.full_methods]
         chosen, grid_cells = grid_cells_of([v.name for v in variants], labels, budget, grid, full=full,
-                                            methods=[v.entry.method for v in variants])
-        cells += grid_cells
-        if budget.extend_to is not None:
-            extend_cells += max(grid_cells, extended_cells([v.entry.method for v in variants], len(labels), budget,
-                                                           budget.extend_to))
-        first_cells += sum(map(len, chosen.values()))
-        size += len(labels) * len(variants)
+                                            methods=[v.method for v in variants])
         for variant in variants:
             record = budget_record(budget, chosen[variant.name], len(labels), grid, grid_cells, len(labels) * len(variants))
-            meta = metadata[variant.name]
+            meta = variant.metadata
             meta[BUDGET_KEY] = record
             meta["variant_fingerprint"] = fingerprint({"full": meta["variant_fingerprint"], BUDGET_KEY: record})
-    totals = {**budget.as_dict(), "grids": len(grids), "cells": cells, "grid_size": size}
-    if budget.design == "adaptive":
-        totals["first_cells"] = first_cells
-    if budget.extend_to is not None:
-        totals.update(extend_to=budget.extend_to, extend_cells=extend_cells)
-    return totals
+    return budget_totals(plan, budget)
 
 
 # The profile fields (``SweepOptions.overrides``) that only the nine tasks read, with their options:
@@ -228,296 +216,538 @@ def run_sweep(options: SweepOptions | None = None, /, *, lm: Any = None, echo: C
         options = SweepOptions(**fields)
     elif fields:
         raise TypeError(f"run_sweep takes a SweepOptions or keywords, not both (got {sorted(fields)})")
-    o = options
-    model, model_args, tasks, methods, output = o.model, o.model_args, o.tasks, o.methods, o.output
-    profile, overrides, data_dir, bank_dir, model_label = o.profile, o.overrides, o.data_dir, o.bank_dir, o.model_label
-    batch_size, max_batch_size, device, log_samples = o.batch_size, o.max_batch_size, o.device, o.log_samples
-    dry_run, progress, lock_wait, executor, workers = o.dry_run, o.progress, o.lock_wait, o.executor, o.workers
-    ray_address, worker_resources, shard, budget = o.ray_address, o.worker_resources, o.shard, o.budget
-    leaderboard_tasks, leaderboard_map = o.leaderboard_tasks, o.leaderboard_map
-    import datasets
+    return Sweep(options, lm=lm, echo=echo).run()
 
-    start = time.monotonic()
-    echo = echo or (lambda line: print(line, file=sys.stderr))
-    # Every check that can fail on the user's input runs here, before the lock and the model load.
-    prof = profile if isinstance(profile, Profile) else get_profile(profile)
-    prof = prof.override(**(overrides or {}))
-    if budget is not None and not isinstance(budget, Budget):
-        budget = Budget(budget)
-    bank = load_layered_bank(bank_dir)  # the shipped banks with bank_dir's directories on top
-    # the nine, ii_<task> ids, or the groups all / instructeval_ii; none when only harness tasks are asked
-    if not tasks and not o.harness_tasks:
-        raise UserError("give --tasks (InstructEval's tasks) and/or --harness-tasks (lm-eval's own tasks)")
-    task_names = resolve_task_names(tasks) if tasks else []
-    _check_nine_task_overrides(overrides, task_names, o.harness_tasks, echo)
-    method_names = resolve_names(methods, bank.methods(), "method")
-    if budget is not None:  # a typo would silently estimate the baseline
-        budget.check_methods(bank.methods())
-    args_dict = parse_model_args(model_args)
-    runner = make_executor(executor, workers=workers, ray_address=ray_address, worker_resources=worker_resources, lm=lm)
-    part = ShardSpec.parse(shard)
-    adaptive = budget is not None and budget.design == "adaptive"
-    # rounds of cells chosen from the scores of the earlier ones: an adaptive design's, an extension's
-    rounds_option = "--budget-design adaptive" if adaptive else "--budget-extend"
-    has_rounds = adaptive or (budget is not None and budget.extend_to is not None)
-    if has_rounds and not log_samples:
-        raise UserError(f"{rounds_option} needs the per-sample logs (drop --no-log-samples): each round is "
-                        "chosen from the scores of the earlier ones")
-    if lm is None:
-        check_backend(model)
-        check_pretrained(args_dict)
-    batch_size = check_batch_size(batch_size)
-    check_max_batch_size(max_batch_size)
-    label = check_folder_name(model_label, "--model-label") if model_label is not None else model_label_from_args(model, args_dict)
-    check_output(output, label)
-    if budget is not None and "design" in budget.defaulted:  # a folder begun under another default keeps its design
-        folder = SweepStore(output, label)
-        begun = folder.begun_design()
-        if begun is not None and begun != budget.design:
-            budget = budget.resumed(begun)
-            echo(f"budget: {folder.root} was begun with the {begun} design, so it continues with it "
-                 f"(--budget-design {begun}); the default design, {DEFAULT_DESIGN}, needs another --output")
-    data_dir = resolve_data_dir(data_dir)  # as the tasks would read it
-    data_dir = str(Path(data_dir).expanduser().resolve()) if data_dir else None
-    bank_dir = join_bank_dirs(bank_dir)  # resolved; several directories joined by os.pathsep
 
-    placements = _placements(o.placements)
-    plan = build_plan(task_names, method_names, prof, bank, model_label=label, placements=placements,
-                      fewshot_as_multiturn=o.fewshot_as_multiturn)
-    ii_tasks = [t for t in task_names if get_spec(t).kind == "ii"]
-    skipped_settings = [s for s in prof.settings if s != "zero_shot"]
-    if ii_tasks and skipped_settings:
-        echo(f"sweep: {len(ii_tasks)} Instruction Induction task(s) run zero-shot execution only; "
-             f"settings {', '.join(skipped_settings)} are not planned for them")
-    model_meta = {k: args_dict[k] for k in MODEL_ARG_KEYS if k in args_dict}
-    run_fp = run_fingerprint(model, args_dict, task_names, data_dir)  # also: every data file exists
-    metadata = {}
-    for variant in plan:
-        meta = variant.protocol_metadata(prof, bank_dir=bank_dir, data_dir=data_dir)
-        metadata[variant.name] = {**meta, **model_meta, "model_label": label,
-                                  RUN_FINGERPRINT_KEY: for_task(run_fp, variant.task),
-                                  **({ALLOW_TRUNCATION_KEY: True} if o.allow_truncation else {})}
-    stock_runs: list = []
-    if leaderboard_tasks is not None:  # "" asks for every task that has a stock counterpart
+class Sweep:
+    """One run of a sweep, in stages that read one ``SweepOptions`` (``o``) and what earlier stages set.
+
+    ``check`` (every check of the user's input), ``plan`` (the jobs of every kind, with their
+    metadata), ``preflight`` (the tasks built, the budget's cells), ``index`` (the store, the
+    fingerprints, ``sweep.json``'s record), then, unless a dry run, under the folder's lock:
+    ``resume`` (what is saved already), ``evaluate`` (the pending jobs), ``rounds`` (a budget's later
+    rounds) and ``finish`` (the closing line). A job is a native variant (``plan.Variant``), a
+    harness task's variant (``harness_runs.HarnessVariant``) or a stock run
+    (``leaderboard.StockRun``), each carrying its metadata (``job.Job``).
+    """
+
+    def __init__(self, options: SweepOptions, *, lm: Any = None, echo: Callable[[str], None] | None = None) -> None:
+        self.o = options
+        self.echo = echo or (lambda line: print(line, file=sys.stderr))
+        self.start = time.monotonic()
+        self.runner: Any = None  # the executor (``check``)
+        self.lm = lm
+        self.idle = False  # nothing to run and no rounds (``locked_run``)
+
+    def run(self) -> SweepReport:
+        import datasets  # noqa: F401  (imported before the checks, as the tasks will need it)
+
+        self.check()
+        self.check_model()
+        self.plan()
+        self.preflight()
+        self.index()
+        if self.o.dry_run:  # reads the folder, writes nothing (no folder, no sweep.json, no lock file)
+            return self.dry_run()
+        created = [p for p in (self.store.root, *self.store.root.parents) if not p.exists()]  # removed if nothing runs
+        self.store.create()
+        try:
+            self.locked_run()
+        except UserError:  # e.g. the model cannot load: leave no empty folder behind
+            self.store.remove_if_unused(created)
+            raise
+        finally:
+            self.runner.close()  # a Ray executor's workers are kept from one round to the next until here
+        return self.finish()
+
+    # ------------------------------------------------------------------ check: the user's input
+
+    def check(self) -> None:
+        """Every check that can fail on the user's input, before the lock and the model load."""
+        o = self.o
+        prof = o.profile if isinstance(o.profile, Profile) else get_profile(o.profile)
+        self.prof = prof.override(**(o.overrides or {}))
+        self.budget = o.budget if o.budget is None or isinstance(o.budget, Budget) else Budget(o.budget)
+        self.bank = load_layered_bank(o.bank_dir)  # the shipped banks with bank_dir's directories on top
+        # the nine, ii_<task> ids, or the groups all / instructeval_ii; none when only harness tasks are asked
+        if not o.tasks and not o.harness_tasks:
+            raise UserError("give --tasks (InstructEval's tasks) and/or --harness-tasks (lm-eval's own tasks)")
+        self.task_names = resolve_task_names(o.tasks) if o.tasks else []
+        _check_nine_task_overrides(o.overrides, self.task_names, o.harness_tasks, self.echo)
+        self.method_names = resolve_names(o.methods, self.bank.methods(), "method")
+        if self.budget is not None:  # a typo would silently estimate the baseline
+            self.budget.check_methods(self.bank.methods())
+        self.args_dict = parse_model_args(o.model_args)
+        self.runner = make_executor(o.executor, workers=o.workers, ray_address=o.ray_address,
+                                    worker_resources=o.worker_resources, lm=self.lm)
+        self.part = ShardSpec.parse(o.shard)
+        adaptive = self.budget is not None and self.budget.design == "adaptive"
+        # rounds of cells chosen from the scores of the earlier ones: an adaptive design's, an extension's
+        self.has_rounds = adaptive or (self.budget is not None and self.budget.extend_to is not None)
+        if self.has_rounds and not o.log_samples:
+            rounds_option = "--budget-design adaptive" if adaptive else "--budget-extend"
+            raise UserError(f"{rounds_option} needs the per-sample logs (drop --no-log-samples): each round is "
+                            "chosen from the scores of the earlier ones")
+
+    def check_model(self) -> None:
+        """The model's options, the output folder, and where the data and banks are."""
+        o = self.o
+        if self.lm is None:
+            check_backend(o.model)
+            check_pretrained(self.args_dict)
+        self.batch_size = check_batch_size(o.batch_size)
+        check_max_batch_size(o.max_batch_size)
+        self.label = (check_folder_name(o.model_label, "--model-label") if o.model_label is not None
+                      else model_label_from_args(o.model, self.args_dict))
+        check_output(o.output, self.label)
+        budget = self.budget
+        if budget is not None and "design" in budget.defaulted:  # a folder begun under another default keeps its design
+            folder = SweepStore(o.output, self.label)
+            begun = folder.begun_design()
+            if begun is not None and begun != budget.design:
+                self.budget = budget.resumed(begun)
+                self.echo(f"budget: {folder.root} was begun with the {begun} design, so it continues with it "
+                          f"(--budget-design {begun}); the default design, {DEFAULT_DESIGN}, needs another --output")
+        data_dir = resolve_data_dir(o.data_dir)  # as the tasks would read it
+        self.data_dir = str(Path(data_dir).expanduser().resolve()) if data_dir else None
+        self.bank_dir = join_bank_dirs(o.bank_dir)  # resolved; several directories joined by os.pathsep
+
+    # ------------------------------------------------------------------ plan: the jobs of every kind
+
+    def plan(self) -> None:
+        """The nine tasks' variants, the stock runs and the harness tasks' variants, each with its metadata."""
+        self.placements = _placements(self.o.placements)
+        plan = build_plan(self.task_names, self.method_names, self.prof, self.bank, model_label=self.label,
+                          placements=self.placements, fewshot_as_multiturn=self.o.fewshot_as_multiturn)
+        ii_tasks = [t for t in self.task_names if get_spec(t).kind == "ii"]
+        skipped_settings = [s for s in self.prof.settings if s != "zero_shot"]
+        if ii_tasks and skipped_settings:
+            self.echo(f"sweep: {len(ii_tasks)} Instruction Induction task(s) run zero-shot execution only; "
+                      f"settings {', '.join(skipped_settings)} are not planned for them")
+        self.model_meta = {k: self.args_dict[k] for k in MODEL_ARG_KEYS if k in self.args_dict}
+        self.run_fp = run_fingerprint(self.o.model, self.args_dict, self.task_names, self.data_dir)  # also: every data file exists
+        self.plan_variants = [replace(v, metadata=self.job_metadata(v.protocol_metadata(
+            self.prof, bank_dir=self.bank_dir, data_dir=self.data_dir), v.task)) for v in plan]
+        self.stock_runs = self.plan_stock_runs()
+        self.every_harness, self.harness_configs = self.plan_harness()
+
+    def job_metadata(self, meta: dict[str, Any], task: str) -> dict[str, Any]:
+        """A job's metadata: its protocol's, the model's keys, the run's fingerprint for ``task``."""
+        truncation = {ALLOW_TRUNCATION_KEY: True} if self.o.allow_truncation else {}
+        return {**meta, **self.model_meta, "model_label": self.label,
+                RUN_FINGERPRINT_KEY: for_task(self.run_fp, task), **truncation}
+
+    def plan_stock_runs(self) -> list:
+        """``--leaderboard-tasks``: the stock runs (``""`` asks for every task that has a stock counterpart)."""
+        o = self.o
+        if o.leaderboard_tasks is None:
+            return []
         from .leaderboard import plan_leaderboard
 
-        stock_runs, notes = plan_leaderboard(leaderboard_tasks, leaderboard_map, task_names, test_sample=prof.test_sample,
-                                             test_seed=prof.test_seed, data_dir=data_dir,
-                                             model_meta={**model_meta, **({ALLOW_TRUNCATION_KEY: True} if o.allow_truncation else {})})
+        truncation = {ALLOW_TRUNCATION_KEY: True} if o.allow_truncation else {}
+        runs, notes = plan_leaderboard(o.leaderboard_tasks, o.leaderboard_map, self.task_names,
+                                       test_sample=self.prof.test_sample, test_seed=self.prof.test_seed,
+                                       data_dir=self.data_dir, model_meta={**self.model_meta, **truncation})
         for note in notes:
-            echo(note)
-        if executor != "local" or part:
+            self.echo(note)
+        if o.executor != "local" or self.part:
             raise UserError(
                 "--leaderboard-tasks runs the stock tasks on the sweep's own model, so it needs the local executor "
                 "without --shard; run the stock tasks in a separate local run into the same --output"
             )
-        for run in stock_runs:  # stock results are checked on resume like the variants
-            run.metadata[RUN_FINGERPRINT_KEY] = for_task(run_fp, run.counterpart.task)
+        for run in runs:  # stock results are checked on resume like the variants
+            run.metadata[RUN_FINGERPRINT_KEY] = for_task(self.run_fp, run.counterpart.task)
+        return runs
 
-    harness: list = []  # (harness task, instruction) variants of --harness-tasks
-    harness_configs: dict = {}
-    if o.harness_tasks:
+    def plan_harness(self) -> tuple[list, dict]:
+        """``--harness-tasks``: the (harness task, instruction) variants and each task's stock config."""
+        o = self.o
+        if not o.harness_tasks:
+            return [], {}
         from .harness_runs import plan_harness
 
-        harness, identities, harness_configs = plan_harness(
-            o.harness_tasks, method_names, bank, instructions_per_method=prof.instructions_per_method,
-            bank_roots=[None] + bank_dir.split(os.pathsep) if bank_dir else None,
+        prof = self.prof
+        harness, identities, configs = plan_harness(
+            o.harness_tasks, self.method_names, self.bank, instructions_per_method=prof.instructions_per_method,
+            bank_roots=[None] + self.bank_dir.split(os.pathsep) if self.bank_dir else None,
             instruction_seed=prof.instruction_seed, test_sample=prof.test_sample, test_seed=prof.test_seed,
-            data_dir=data_dir, placements=placements, fewshot_as_multiturn=o.fewshot_as_multiturn, dry_run=dry_run,
-            budget=budget, echo=echo)
-        run_fp["data"].update({f"harness:{name}": ident for name, ident in identities.items()})
+            data_dir=self.data_dir, placements=self.placements, fewshot_as_multiturn=o.fewshot_as_multiturn,
+            dry_run=o.dry_run, budget=self.budget, echo=self.echo)
+        self.run_fp["data"].update({f"harness:{name}": ident for name, ident in identities.items()})
         for variant in harness:
-            variant.metadata.update({**model_meta, "model_label": label,
-                                     RUN_FINGERPRINT_KEY: for_task(run_fp, f"harness:{variant.task}"),
-                                     **({ALLOW_TRUNCATION_KEY: True} if o.allow_truncation else {})})
+            variant.metadata.update(self.job_metadata({}, f"harness:{variant.task}"))
+        return harness, configs
 
+    # ------------------------------------------------------------------ preflight: the tasks, the budget
 
-    datasets.disable_progress_bars()  # one sweep bar, not one "Map" bar per variant
-    classes = preflight(plan, prof, metadata, classes=budget is not None)
-    budget_totals = apply_budget(plan, metadata, classes, budget) if budget is not None and plan else None
-    if budget_totals:
-        echo(f"budget {budget.fraction:g} (seed {budget.seed}, {budget.design} design): {budget_totals['cells']:,} of "
-             f"{budget_totals['grid_size']:,} (instruction, item) cells "
-             f"({budget_totals['cells'] / max(budget_totals['grid_size'], 1):.1%}) in {budget_totals['grids']} "
-             f"(task, setting) grid(s); every instruction >= {_least_items(plan, metadata, budget)} "
-             f"items, every item >= 1 instruction; {_full_words(budget)}"
-             + _adaptive_words(budget, budget_totals))
-        if budget.extend_to is not None:
-            echo(_extend_words(budget, budget_totals))
+    def preflight(self) -> None:
+        """Build the first variant of each (task, setting) before the model loads; deal the budget's cells."""
+        import datasets
 
-    harness_totals = None
-    if harness and budget is not None:
-        from .harness_runs import budget_totals as harness_budget_totals  # not this function's budget_totals
+        datasets.disable_progress_bars()  # one sweep bar, not one "Map" bar per variant
+        budget, plan = self.budget, self.plan_variants
+        classes = preflight(plan, self.prof, classes=budget is not None)
+        self.totals = apply_budget(plan, classes, budget) if budget is not None and plan else None
+        if self.totals:
+            totals = self.totals
+            self.echo(f"budget {budget.fraction:g} (seed {budget.seed}, {budget.design} design): {totals['cells']:,} of "
+                      f"{totals['grid_size']:,} (instruction, item) cells "
+                      f"({totals['cells'] / max(totals['grid_size'], 1):.1%}) in {totals['grids']} "
+                      f"(task, setting) grid(s); every instruction >= {_least_items(plan, budget)} "
+                      f"items, every item >= 1 instruction; {_full_words(budget)}"
+                      + _adaptive_words(budget, totals))
+            if budget.extend_to is not None:
+                self.echo(_extend_words(budget, totals))
+        self.harness_totals = None
+        if self.every_harness and budget is not None:
+            totals = self.harness_totals = budget_totals(self.every_harness, budget)
+            self.echo(f"budget {budget.fraction:g} (seed {budget.seed}, {budget.design} design), harness tasks: "
+                      f"{totals['cells']:,} of {totals['grid_size']:,} (instruction, item) cells "
+                      f"({totals['cells'] / max(totals['grid_size'], 1):.1%}) in {totals['grids']} (task, placement) "
+                      f"grid(s); {_full_words(budget)}" + _adaptive_words(budget, totals))
+            if budget.extend_to is not None:
+                self.echo(_extend_words(budget, totals, what=", harness tasks"))
 
-        harness_totals = harness_budget_totals(harness, budget)
-        echo(f"budget {budget.fraction:g} (seed {budget.seed}, {budget.design} design), harness tasks: {harness_totals['cells']:,} of "
-             f"{harness_totals['grid_size']:,} (instruction, item) cells "
-             f"({harness_totals['cells'] / max(harness_totals['grid_size'], 1):.1%}) in {harness_totals['grids']} (task, placement) grid(s); "
-             f"{_full_words(budget)}" + _adaptive_words(budget, harness_totals))
-        if budget.extend_to is not None:
-            echo(_extend_words(budget, harness_totals, what=", harness tasks"))
+    # ------------------------------------------------------------------ index: store, fingerprints, record
 
-    every_harness = harness  # the rounds are chosen from every shard's cells
-    if harness and part:  # this shard's harness tasks: each is one chunk (one harness call), dealt like the plan's
-        harness = part.select(harness)
+    def index(self) -> None:
+        """This shard's jobs, their fingerprints and protocols (named in a refusal), and ``sweep.json``."""
+        part, plan = self.part, self.plan_variants
+        # this shard's harness tasks: each is one chunk (one harness call), dealt like the plan's
+        self.harness = part.select(self.every_harness) if self.every_harness and part else self.every_harness
+        self.mine = part.select(plan) if part else plan  # this shard's variants (all without --shard)
+        self.store = SweepStore(self.o.output, self.label)
+        jobs = [*plan, *self.stock_runs, *self.harness]
+        self.planned = {job.name: job.fingerprint for job in jobs}
+        self.protocols = {v.name: protocol_fields(v.metadata, v.num_fewshot(self.prof)) for v in plan}
+        self.protocols.update({job.name: protocol_fields(job.metadata) for job in [*self.harness, *self.stock_runs]})
+        # the rounds after the design's cells; an extension smaller than one the folder holds is refused here
+        self.schedule = (budget_rounds(self.budget, self.store.saved_extensions(), str(self.store.root))
+                         if self.has_rounds else [])
+        self.record = self.plan_record()
 
-    store = SweepStore(output, label)
-    planned = {name: meta["variant_fingerprint"] for name, meta in metadata.items()}
-    planned.update({run.name: run.fingerprint for run in stock_runs})
-    planned.update({v.name: v.fingerprint for v in harness})
-    protocols = {v.name: protocol_fields(metadata[v.name], v.num_fewshot(prof)) for v in plan}  # named in a refusal
-    protocols.update({v.name: protocol_fields(v.metadata) for v in [*harness, *stock_runs]})
+    def plan_record(self) -> dict[str, Any]:
+        """``sweep.json``: what the sweep is (the report's ``plan``)."""
+        o, plan = self.o, self.plan_variants
+        return {
+            "plugin_version": __version__,
+            "model": o.model,
+            "model_args": self.args_dict,
+            "model_label": self.label,
+            RUN_FINGERPRINT_KEY: self.run_fp,
+            "profile": self.prof.as_dict(),
+            "tasks": self.task_names,
+            "methods": self.method_names,
+            "data_dir": self.data_dir,
+            "bank_dir": self.bank_dir,
+            "instructions": sorted({(v.task, v.entry.method, v.entry.id, v.entry.sha, v.entry.text) for v in plan}),
+            "variants": [v.name for v in plan],
+            "leaderboard": [run.metadata["leaderboard"] for run in self.stock_runs],
+            "harness": [{"name": v.name, **v.metadata["harness"]} for v in self.harness],
+            BUDGET_KEY: self.totals,
+            "harness_budget": self.harness_totals,
+        }
 
-    mine = part.select(plan) if part else plan  # this shard's variants (all without --shard)
+    # ------------------------------------------------------------------ resume: what is saved already
 
-    stock_pending: list = []  # the stock runs not saved yet (resume_state fills it)
-    harness_pending: list = []  # likewise, the harness-task variants
-
-    def resume_state() -> list[Variant]:
-        """The variants still to run; refuses results of another model, data or protocol. A saved
-        variant whose samples file is missing or empty is run again when this run logs samples."""
-        store.check_run(run_fp)
+    def resume(self) -> None:
+        """The jobs still to run; refuses results of another model, data or protocol. A saved job whose
+        samples file is missing or empty is run again when this run logs samples."""
+        store, budget = self.store, self.budget
+        store.check_run(self.run_fp)
         done = store.finished()
-        store.check_conflicts(planned, done, budget=budget.as_dict() if budget is not None else None, protocols=protocols)
-        if log_samples:
-            done = _logged_only(store, done, [*(v.name for v in mine), *(v.name for v in harness),
-                                              *(run.name for run in stock_runs)], echo)
-        stock_pending[:] = [run for run in stock_runs if run.name not in done]
-        harness_pending[:] = [v for v in harness if v.name not in done]
-        return [v for v in mine if v.name not in done]
+        store.check_conflicts(self.planned, done, budget=budget.as_dict() if budget is not None else None,
+                              protocols=self.protocols)
+        if self.o.log_samples:
+            done = _logged_only(store, done, [job.name for job in [*self.mine, *self.harness, *self.stock_runs]],
+                                self.echo)
+        self.stock_pending = [run for run in self.stock_runs if run.name not in done]
+        self.harness_pending = [v for v in self.harness if v.name not in done]
+        self.pending = [v for v in self.mine if v.name not in done]
+        self.report = SweepReport(store.root, planned=len(self.mine) + len(self.harness),
+                                  skipped=len(self.mine) - len(self.pending) + len(self.harness) - len(self.harness_pending),
+                                  plan=self.record)
 
-    plan_record = {
-        "plugin_version": __version__,
-        "model": model,
-        "model_args": args_dict,
-        "model_label": label,
-        RUN_FINGERPRINT_KEY: run_fp,
-        "profile": prof.as_dict(),
-        "tasks": task_names,
-        "methods": method_names,
-        "data_dir": data_dir,
-        "bank_dir": bank_dir,
-        "instructions": sorted({(v.task, v.entry.method, v.entry.id, v.entry.sha, v.entry.text) for v in plan}),
-        "variants": [v.name for v in plan],
-        "leaderboard": [run.metadata["leaderboard"] for run in stock_runs],
-        "harness": [{"name": v.name, **v.metadata["harness"]} for v in harness],
-        BUDGET_KEY: budget_totals,
-        "harness_budget": harness_totals,
-    }
-
-    def announce_stock() -> None:
-        if stock_runs:
-            echo(f"leaderboard: {len(stock_runs)} stock task(s), {len(stock_pending)} to run: "
-                 + ", ".join(f"{r.name} ({r.counterpart.num_fewshot}-shot {r.counterpart.metric})" for r in stock_runs))
-        if harness:
-            shots = {}
-            for v in harness:
-                shots.setdefault(v.task, v.num_fewshot)
-            echo(f"harness tasks: {len(harness)} variant(s) of {len(shots)} task(s), {len(harness_pending)} to run: "
-                 + ", ".join(f"{name} ({shot}-shot)" for name, shot in shots.items()))
-
-    def announce_plan(pending: list[Variant], sweep: str) -> None:
+    def announce(self, sweep: str) -> None:
         """The plan's lines: the nine tasks' variants (this shard's), the stock and harness tasks'."""
+        part, plan, mine, root = self.part, self.plan_variants, self.mine, self.store.root
         if plan and part and not mine:
-            echo(f"shard {part} of the {sweep}: none of the {len(plan)} variants of --tasks falls to this shard (their "
-                 f"{len({v.chunk for v in plan})} chunk(s) are dealt round-robin over {part.count} shards) -> {store.root}")
+            self.echo(f"shard {part} of the {sweep}: none of the {len(plan)} variants of --tasks falls to this shard "
+                      f"(their {len({v.chunk for v in plan})} chunk(s) are dealt round-robin over {part.count} shards) "
+                      f"-> {root}")
         elif plan:
             what = f"shard {part} of the {sweep}: {len(mine)} of {len(plan)}" if part else f"{sweep}: {len(plan)}"
-            echo(f"{what} variants planned, {len(mine) - len(pending)} already done, {len(pending)} to run -> {store.root}")
-        if part and every_harness and not harness:
-            tasks_here = len({v.task for v in every_harness})
-            echo(f"shard {part}: none of the {tasks_here} harness task(s) falls to this shard (each is one chunk; the "
-                 f"harness tasks are dealt round-robin over {part.count} shards) -> {store.root}")
-        announce_stock()
+            self.echo(f"{what} variants planned, {len(mine) - len(self.pending)} already done, {len(self.pending)} to run "
+                      f"-> {root}")
+        if part and self.every_harness and not self.harness:
+            tasks_here = len({v.task for v in self.every_harness})
+            self.echo(f"shard {part}: none of the {tasks_here} harness task(s) falls to this shard (each is one chunk; "
+                      f"the harness tasks are dealt round-robin over {part.count} shards) -> {root}")
+        if self.stock_runs:
+            self.echo(f"leaderboard: {len(self.stock_runs)} stock task(s), {len(self.stock_pending)} to run: "
+                      + ", ".join(f"{r.name} ({r.counterpart.num_fewshot}-shot {r.counterpart.metric})"
+                                  for r in self.stock_runs))
+        if self.harness:
+            shots: dict[str, Any] = {}
+            for v in self.harness:
+                shots.setdefault(v.task, v.num_fewshot)
+            self.echo(f"harness tasks: {len(self.harness)} variant(s) of {len(shots)} task(s), "
+                      f"{len(self.harness_pending)} to run: " + ", ".join(f"{name} ({shot}-shot)" for name, shot in shots.items()))
 
-    # the rounds after the design's cells; an extension smaller than one the folder holds is refused here
-    schedule = budget_rounds(budget, store.saved_extensions(), str(store.root)) if has_rounds else []
+    def dry_run(self) -> SweepReport:
+        """Reads the folder, writes nothing: the plan's lines and the rounds to come."""
+        self.resume()
+        self.announce("sweep (dry run)")
+        if self.schedule:
+            self.echo(f"then {_schedule_words(self.schedule)}: each round's cells are chosen from the scores saved "
+                      f"before it, so they are not counted here")
+        self.report.seconds = time.monotonic() - self.start
+        return self.report
 
-    if dry_run:  # reads the folder, writes nothing (no folder, no sweep.json, no lock file)
-        pending = resume_state()
-        report = SweepReport(store.root, planned=len(mine) + len(harness),
-                             skipped=len(mine) - len(pending) + len(harness) - len(harness_pending), plan=plan_record)
-        announce_plan(pending, "sweep (dry run)")
-        if schedule:
-            echo(f"then {_schedule_words(schedule)}: each round's cells are chosen from the scores saved before it, "
-                 f"so they are not counted here")
-        report.seconds = time.monotonic() - start
-        return report
+    # ------------------------------------------------------------------ evaluate, rounds
 
-    created = [p for p in (store.root, *store.root.parents) if not p.exists()]  # removed again if nothing runs
-    store.create()
-    # Shards write one folder at once: each holds its own run lock (a shard started twice is
-    # refused) and claims chunks one by one (``shards``); every write takes the short store lock.
-    run_lock = RunLock(store.root, wait=lock_wait, echo=echo,
-                       **({"name": shard_lock_name(part.index, part.count)} if part else {}))
-    try:
+    def locked_run(self) -> None:
+        """Under the folder's run lock: resume, write ``sweep.json``, evaluate, then the rounds.
+
+        Shards write one folder at once: each holds its own run lock (a shard started twice is
+        refused) and claims chunks one by one (``shards``); every write takes the short store lock.
+        """
+        store, part = self.store, self.part
+        run_lock = RunLock(store.root, wait=self.o.lock_wait, echo=self.echo,
+                           **({"name": shard_lock_name(part.index, part.count)} if part else {}))
         with run_lock:
             with store.updating():
                 removed = store.clean_temp_files()
                 if removed:
-                    echo(f"removed {len(removed)} temporary file(s) left by an interrupted write in {store.root}")
-                pending = resume_state()
-                store.write_plan(plan_record)
-            report = SweepReport(store.root, planned=len(mine) + len(harness),
-                                 skipped=len(mine) - len(pending) + len(harness) - len(harness_pending), plan=plan_record)
-            announce_plan(pending, "sweep")
-            if not pending and not stock_pending and not harness_pending and not has_rounds:
-                report.seconds = time.monotonic() - start
-                return report
+                    self.echo(f"removed {len(removed)} temporary file(s) left by an interrupted write in {store.root}")
+                self.resume()
+                store.write_plan(self.record)
+            self.announce("sweep")
+            self.idle = not self.pending and not self.stock_pending and not self.harness_pending and not self.has_rounds
+            if self.idle:
+                return
+            self.evaluate()
+            self.rounds()
 
-            spec = ModelSpec(model, model_args, label, batch_size=batch_size, max_batch_size=max_batch_size, device=device)
-            chat = any(v.placement != "description" for v in [*harness_pending, *pending])
-            if chat and runner.lm is None and executor == "local":
-                runner.lm = spec.load()  # loaded now to check its chat template before anything runs
-            if chat and runner.lm is not None:
-                check_chat_template(runner.lm, label)
-            stock = None
-            if stock_pending:  # the local executor (checked above): the stock tasks share its model
-                from .leaderboard import StockSchedule  # stock tasks run as soon as their task's variants are saved
+    def evaluate(self) -> None:
+        """The pending jobs: the model loaded (its chat template checked when a placement needs it), the
+        stock runs scheduled as their task's variants are saved, the chunks evaluated and saved."""
+        o, label = self.o, self.label
+        self.spec = ModelSpec(o.model, o.model_args, label, batch_size=self.batch_size, max_batch_size=o.max_batch_size,
+                              device=o.device)
+        runner, spec = self.runner, self.spec
+        chat = any(v.placement != "description" for v in [*self.harness_pending, *self.pending])
+        if chat and runner.lm is None and o.executor == "local":
+            runner.lm = spec.load()  # loaded now to check its chat template before anything runs
+        if chat and runner.lm is not None:
+            check_chat_template(runner.lm, label)
+        stock = None
+        if self.stock_pending:  # the local executor (checked in plan): the stock tasks share its model
+            from .leaderboard import StockSchedule  # stock tasks run as soon as their task's variants are saved
 
-                if runner.lm is None:
-                    runner.lm = spec.load()
-                stock = StockSchedule(stock_pending, pending, lm=runner.lm, store=store, model=model, args_dict=args_dict,
-                                      label=label, batch_size=batch_size, device=spec.resolved_device(),
-                                      log_samples=log_samples, write=echo)
-            if has_rounds and (pending or harness_pending):  # one model load for all rounds
-                _load_once(runner, spec)
-            jobs = _jobs(pending, harness_pending, metadata, harness_configs, data_dir)
-            if jobs or stock_pending:
-                _evaluate_pending(runner, jobs, spec, prof, store, report, planned=planned,
-                                  log_samples=log_samples, progress=progress, echo=echo, stock=stock)
-            rounds = dict(schedule=schedule, budget=budget, spec=spec, prof=prof, store=store, report=report,
-                          planned=planned, log_samples=log_samples, progress=progress, echo=echo)
-            if schedule and part:  # a round is chosen from every shard's cells, so each shard waits for them
-                _other_shards_cells(runner, part, plan, every_harness, metadata, harness_configs, data_dir, **rounds)
-            if schedule and plan:
-                _budget_rounds(runner, plan, lambda r, earlier: plan_round(r, plan, earlier, metadata, store, budget),
-                               lambda variants: chunk_jobs(variants, metadata), lambda v: metadata[v.name], **rounds)
-            if schedule and every_harness:
-                from .harness_runs import harness_jobs, plan_harness_round
+            if runner.lm is None:
+                runner.lm = spec.load()
+            stock = StockSchedule(self.stock_pending, self.pending, lm=runner.lm, store=self.store, model=o.model,
+                                  args_dict=self.args_dict, label=label, batch_size=self.batch_size,
+                                  device=spec.resolved_device(), log_samples=o.log_samples, write=self.echo)
+        if self.has_rounds and (self.pending or self.harness_pending):  # one model load for all rounds
+            self.load_once()
+        jobs = self.chunks(self.pending, self.harness_pending)
+        if jobs or self.stock_pending:
+            self.run_chunks(jobs, stock=stock)
 
-                _budget_rounds(runner, every_harness,
-                               lambda r, earlier: plan_harness_round(r, every_harness, earlier, store, budget, harness_configs),
-                               lambda variants: harness_jobs(variants, harness_configs, data_dir),
-                               lambda v: v.metadata, what=" (harness tasks)", **rounds)
-    except UserError:  # e.g. the model cannot load: leave no empty folder behind
-        store.remove_if_unused(created)
-        raise
-    finally:
-        runner.close()  # a Ray executor's workers are kept from one round to the next until here
-    report.seconds = time.monotonic() - start
-    if not report.evaluated and report.planned and report.skipped >= report.planned:
-        who = "another shard or an earlier run" if part else "an earlier run"
-        echo(f"sweep finished: nothing evaluated here: the {report.planned} variant(s) planned were saved already "
-             f"(by {who}) -> {store.root}")
-    else:
-        echo(f"sweep finished: {report.evaluated} variants evaluated in {report.seconds:.0f} s -> {store.root}")
-    return report
+    def rounds(self) -> None:
+        """A budget's later rounds, for the nine tasks' variants, then the harness tasks'."""
+        if not self.schedule:
+            return
+        if self.part:  # a round is chosen from every shard's cells, so each shard waits for them
+            self.other_shards_cells()
+        if self.plan_variants:
+            self.budget_rounds(self.plan_variants, native_grid_cells, lambda variants: self.chunks(variants, []))
+        if self.every_harness:
+            from .harness_runs import harness_grid_cells
+
+            self.budget_rounds(self.every_harness, harness_grid_cells(self.harness_configs),
+                               lambda variants: self.chunks([], variants), what=" (harness tasks)")
+
+    def budget_rounds(self, first: list, observe: Observe, chunks_of: Callable[[list], list], what: str = "") -> None:
+        """The rounds of the schedule (an adaptive design's, then the extensions': ``budget.budget_rounds``),
+        each once the earlier ones are saved: ``rounds.plan_round`` gives the round's jobs keyed by
+        their first-slice job, their saved cells read by ``observe`` (``adaptive.native_grid_cells``,
+        ``harness_runs.harness_grid_cells``)."""
+        store, budget = self.store, self.budget
+        earlier = {v.name: [v] for v in first}
+        for budget_round in self.schedule:
+            later = plan_round(budget_round, first, earlier, store, budget, observe)
+            for name, variant in later.items():
+                earlier[name].append(variant)
+                self.planned[variant.name] = variant.fingerprint
+            variants = list(later.values())
+            done = store.finished()
+            store.check_conflicts({v.name: self.planned[v.name] for v in variants}, done, budget=budget.as_dict())
+            if self.o.log_samples:
+                done = _logged_only(store, done, [v.name for v in variants], self.echo)
+            pending = [v for v in variants if v.name not in done]
+            cells = sum(len(v.metadata[BUDGET_KEY]["items"]) for v in variants)
+            stage = (f"adaptive round {budget_round.step} of {ADAPTIVE_ROUNDS}" if budget_round.extend is None
+                     else f"extension to {budget_round.extend:g}, round {budget_round.step} of {EXTEND_ROUNDS}")
+            if variants and not pending:
+                self.echo(f"{stage}{what}: {cells:,} more cells for {len(variants)} instruction(s), all {len(variants)} "
+                          "variant(s) saved already, none to run")
+            else:
+                self.echo(f"{stage}{what}: {cells:,} more cells for {len(variants)} instruction(s), {len(pending)} "
+                          "variant(s) to run")
+            self.report.planned += len(variants)
+            self.report.skipped += len(variants) - len(pending)
+            if pending:
+                self.load_once()
+                self.run_chunks(chunks_of(pending))
+
+    def other_shards_cells(self) -> None:
+        """Before a sharded run's rounds: the other shards' first-slice jobs not saved yet, evaluated
+        here unless another process holds them (then waited for: ``shards.ClaimingQueue``).
+
+        Every shard then chooses the same rounds from the same saved cells, and the rounds' chunks go to
+        whichever shard claims them first; a shard started after the others finds its part done.
+        """
+        done = self.store.finished(logged=self.o.log_samples)
+        rest = [v for v in self.plan_variants if v.name not in done]
+        rest_harness = [v for v in self.every_harness if v.name not in done]
+        if not rest and not rest_harness:
+            return
+        self.echo(f"shard {self.part}: the rounds are chosen from every shard's cells; {len(rest) + len(rest_harness)} "
+                  f"variant(s) of the other shards not saved yet, evaluated here unless another shard is evaluating "
+                  f"them (then waited for)")
+        self.report.planned += len(rest) + len(rest_harness)
+        self.load_once()
+        self.run_chunks(self.chunks(rest, rest_harness))
+
+    def chunks(self, variants: list[Variant], harness: list) -> list:
+        """The chunks of ``variants``, then those of lm-eval's own tasks, instructed (``harness``: one
+        chunk per task), for the same executor."""
+        jobs: list = chunk_jobs(variants)
+        if harness:
+            from .harness_runs import harness_jobs
+
+            jobs += harness_jobs(harness, self.harness_configs, self.data_dir)
+        return jobs
+
+    def load_once(self) -> None:
+        """Load the local executor's model once for all the rounds (a Ray executor's workers hold theirs)."""
+        if self.runner.name == "local" and self.runner.lm is None:
+            self.runner.lm = self.spec.load()
+
+    def run_chunks(self, jobs: list, stock: Any = None) -> None:
+        """Evaluate and save ``jobs`` (``Evaluation``)."""
+        Evaluation(self.store, self.report, planned=self.planned, log_samples=self.o.log_samples,
+                   progress=self.o.progress, echo=self.echo).run(self.runner, jobs, self.spec, self.prof, stock=stock)
+
+    # ------------------------------------------------------------------ finish
+
+    def finish(self) -> SweepReport:
+        """The closing line: what was evaluated, or that everything was saved already."""
+        report = self.report
+        report.seconds = time.monotonic() - self.start
+        if self.idle:  # nothing to run and no rounds: the plan's lines said so
+            return report
+        if not report.evaluated and report.planned and report.skipped >= report.planned:
+            who = "another shard or an earlier run" if self.part else "an earlier run"
+            self.echo(f"sweep finished: nothing evaluated here: the {report.planned} variant(s) planned were saved "
+                      f"already (by {who}) -> {self.store.root}")
+        else:
+            self.echo(f"sweep finished: {report.evaluated} variants evaluated in {report.seconds:.0f} s -> {self.store.root}")
+        return report
 
 
-def _least_items(plan: list[Variant], metadata: dict[str, dict[str, Any]], budget: Budget) -> int:
+class Evaluation:
+    """Evaluate and save pending chunks with an executor, with the progress bar and Ctrl-C handling;
+    this process alone writes the results (``save``)."""
+
+    def __init__(self, store: SweepStore, report: SweepReport, *, planned: dict[str, str], log_samples: bool,
+                 progress: bool, echo: Callable[[str], None]) -> None:
+        self.store, self.report, self.planned = store, report, planned
+        self.log_samples, self.progress, self.echo = log_samples, progress, echo
+        self.paths: list[dict[str, Any]] = []  # instructeval-hf path records of variants with stock-path requests
+        self.stock: Any = None
+
+    def write(self, line: str) -> None:
+        """A line above the progress bar."""
+        self.bar.write(line, file=sys.stderr)
+
+    def run(self, runner: Any, jobs: list, spec: ModelSpec, prof: Profile, *, stock: Any = None) -> None:
+        from tqdm.auto import tqdm
+
+        # Redrawn on every variant (a variant takes seconds), not at tqdm's default 0.1 s rate limit.
+        self.bar = tqdm(total=sum(len(job.variants) for job in jobs), unit="variant", desc="sweep",
+                        disable=not self.progress, file=sys.stderr, mininterval=0, miniters=1)
+        stop = StopRequests(self.write)
+        queue = ClaimingQueue(jobs, self.store.root, still_pending=self.still_pending, stopping=lambda: stop.requested,
+                              echo=self.write)
+        self.stock = stock
+        if stock is not None:
+            stock.evaluation["write"] = self.write
+        try:
+            with stop, environment_info_once():  # the stock runs' harness calls too: one environment record, quiet git
+                if stock is not None:  # tasks whose variants were all saved by an earlier run
+                    self.report.result_files.extend(stock.run_ready())
+                runner.run(queue, spec=spec, profile=prof, log_samples=self.log_samples, save=self.save,
+                           on_variant=self.variant_done, stop=stop, echo=self.write)
+                stop.raise_if_requested()
+        except KeyboardInterrupt as stop_now:
+            self.bar.close()
+            how = "terminated (SIGTERM)" if isinstance(stop_now, Terminated) else "interrupted"
+            self.echo(f"{how} after {self.report.evaluated} variants; finished chunks are saved in {self.store.root}. "
+                      f"Run the same command again to resume.")
+            raise
+        except BaseException:  # an error ends on its own line, after the bar
+            self.bar.close()
+            raise
+        self.bar.close()
+        self.summarise_paths()
+        self.report.skipped += queue.skipped  # saved by another process (a shard) while this one ran
+
+    def variant_done(self, variant: Any, results: dict[str, Any], seconds: float) -> None:
+        """A variant's progress line: its primary score (on its cells, when budgeted) and its time."""
+        metric, value = _primary(results["results"].get(variant.name, {}))
+        shown = "n/a" if value is None else f"{value:.3f}"
+        counts = (results.get("n-samples") or {}).get(variant.name) or {}
+        if counts.get("effective") != counts.get("original"):  # a budgeted variant: its own cells only
+            shown += f" on {counts.get('effective')} of {counts.get('original')} items"
+        note = stock_path_note(results)
+        if note:
+            self.paths.append(results["config"][PATH_KEY])
+        self.write(f"done {variant.name}: {metric}={shown} ({seconds:.1f} s){note}")
+        self.bar.update(1)
+
+    def save(self, job: Any, results: dict[str, Any], samples: dict[str, list[dict]]) -> None:
+        stamp = _dt.datetime.now().strftime("%Y-%m-%dT%H-%M-%S.%f")
+        self.report.result_files.append(self.store.write_chunk(job.key, results, samples, stamp))
+        self.report.evaluated += len(job.variants)
+        if self.stock is not None:  # the stock counterpart of a task whose variants are now all saved (not a harness job's)
+            self.report.result_files.extend(self.stock.run_ready([v for v in job.variants if isinstance(v, Variant)]))
+
+    def still_pending(self, job: Any) -> Any:
+        """The job's variants not saved yet (another shard may have saved some); conflicts refused."""
+        store = self.store
+        saved = store.finished(job.variants[0].chunk)
+        store.check_conflicts({name: self.planned[name] for name in job.names}, saved)
+        if self.log_samples:  # a variant saved without its samples file is evaluated again (``_logged_only``)
+            saved = store.finished(job.variants[0].chunk, logged=True)
+        left = [v for v in job.variants if v.name not in saved]
+        return None if not left else job if len(left) == len(job.variants) else job.restricted(left)
+
+    def summarise_paths(self) -> None:
+        """The instructeval-hf stock-path summary: it repeats what scrolled by in the progress lines."""
+        if self.paths:
+            merged = merge_path_counts(self.paths)
+            self.echo(f"instructeval-hf: {len(self.paths)} variant(s) ran requests on the stock hf path"
+                      f"{stock_path_note({'config': {PATH_KEY: merged}})} -- same scores, about the speed of --model hf; "
+                      f"require_prefix=true in --model_args makes this an error")
+
+
+def _least_items(plan: list[Variant], budget: Budget) -> int:
     """The fewest items a budgeted instruction of the plan evaluates (now: an adaptive design's first slice)."""
-    counts = [len(metadata[v.name][BUDGET_KEY]["items"]) for v in plan if v.entry.method not in budget.full_methods]
+    counts = [len(v.metadata[BUDGET_KEY]["items"]) for v in plan if v.method not in budget.full_methods]
     return min(counts, default=0)
 
 
@@ -563,48 +793,6 @@ def _adaptive_words(budget: Budget, totals: dict[str, Any]) -> str:
     return f"; adaptive: {totals['first_cells']:,} now, the rest in {ADAPTIVE_ROUNDS} rounds"
 
 
-def _budget_rounds(runner: Any, first: list, plan_next: Callable[[BudgetRound, dict[str, list]], dict[str, Any]],
-                   jobs_of: Callable[[list], list], metadata_of: Callable[[Any], dict[str, Any]], schedule: list[BudgetRound],
-                   budget: Budget, spec: ModelSpec, prof: Profile, store: SweepStore, report: SweepReport, *,
-                   planned: dict[str, str], log_samples: bool, progress: bool, echo: Callable[[str], None],
-                   what: str = "") -> None:
-    """The rounds of ``schedule`` (an adaptive design's, then the extensions': ``budget.budget_rounds``),
-    each once the earlier ones are saved.
-
-    ``plan_next(round, earlier)`` gives the round's variants keyed by their first-slice variant
-    (``adaptive.plan_round`` for the nine tasks, ``harness_runs.plan_harness_round`` for harness
-    tasks); ``jobs_of`` makes their jobs; ``metadata_of`` gives a variant's metadata (its fingerprint
-    and budget cells).
-    """
-    earlier = {v.name: [v] for v in first}
-    for budget_round in schedule:
-        later = plan_next(budget_round, earlier)
-        for name, variant in later.items():
-            earlier[name].append(variant)
-            planned[variant.name] = metadata_of(variant)["variant_fingerprint"]
-        variants = list(later.values())
-        done = store.finished()
-        store.check_conflicts({v.name: planned[v.name] for v in variants}, done,
-                              budget=budget.as_dict())
-        if log_samples:
-            done = _logged_only(store, done, [v.name for v in variants], echo)
-        pending = [v for v in variants if v.name not in done]
-        cells = sum(len(metadata_of(v)[BUDGET_KEY]["items"]) for v in variants)
-        stage = (f"adaptive round {budget_round.step} of {ADAPTIVE_ROUNDS}" if budget_round.extend is None
-                 else f"extension to {budget_round.extend:g}, round {budget_round.step} of {EXTEND_ROUNDS}")
-        if variants and not pending:
-            echo(f"{stage}{what}: {cells:,} more cells for {len(variants)} instruction(s), all {len(variants)} variant(s) "
-                 "saved already, none to run")
-        else:
-            echo(f"{stage}{what}: {cells:,} more cells for {len(variants)} instruction(s), {len(pending)} variant(s) to run")
-        report.planned += len(variants)
-        report.skipped += len(variants) - len(pending)
-        if pending:
-            _load_once(runner, spec)
-            _evaluate_pending(runner, jobs_of(pending), spec, prof, store, report, planned=planned,
-                              log_samples=log_samples, progress=progress, echo=echo)
-
-
 def _logged_only(store: SweepStore, done: dict[str, str], names: Sequence[str], echo: Callable[[str], None]) -> dict[str, str]:
     """``done`` without those of ``names`` whose samples file is missing or empty (``SweepStore.unlogged``):
     they are evaluated again, which one line says; the variants of results files written with
@@ -635,113 +823,3 @@ def _redo_words(redo: dict[str, tuple[Path, str]]) -> str:
     more = f" and {len(items) - 3} more" if len(items) > 3 else ""
     return (f"resume: {len(items)} saved variants have no samples file (samples_<variant>_<time>.jsonl missing or "
             f"empty): {shown}{more}; evaluating them again")
-
-
-def _jobs(variants: list[Variant], harness: list, metadata: dict[str, dict[str, Any]], harness_configs: dict,
-          data_dir: str | None) -> list:
-    """The chunk jobs of ``variants``, then those of lm-eval's own tasks, instructed (``harness``:
-    one job per task), for the same executor."""
-    jobs: list = chunk_jobs(variants, metadata)
-    if harness:
-        from .harness_runs import harness_jobs
-
-        jobs += harness_jobs(harness, harness_configs, data_dir)
-    return jobs
-
-
-def _load_once(runner: Any, spec: ModelSpec) -> None:
-    """Load the local executor's model once for all the rounds (a Ray executor's workers hold theirs)."""
-    if runner.name == "local" and runner.lm is None:
-        runner.lm = spec.load()
-
-
-def _other_shards_cells(runner: Any, part: ShardSpec, plan: list[Variant], harness: list, metadata: dict[str, dict[str, Any]],
-                        harness_configs: dict, data_dir: str | None, *, spec: ModelSpec, prof: Profile, store: SweepStore,
-                        report: SweepReport, planned: dict[str, str], log_samples: bool, progress: bool,
-                        echo: Callable[[str], None], **_: Any) -> None:
-    """Before a sharded run's rounds: the other shards' first-slice variants not saved yet, evaluated
-    here unless another process holds them (then waited for: ``shards.ClaimingQueue``).
-
-    Every shard then chooses the same rounds from the same saved cells, and the rounds' chunks go to
-    whichever shard claims them first; a shard started after the others finds its part done.
-    """
-    done = store.finished(logged=log_samples)
-    rest = [v for v in plan if v.name not in done]
-    rest_harness = [v for v in harness if v.name not in done]
-    if not rest and not rest_harness:
-        return
-    echo(f"shard {part}: the rounds are chosen from every shard's cells; {len(rest) + len(rest_harness)} variant(s) "
-         f"of the other shards not saved yet, evaluated here unless another shard is evaluating them (then waited for)")
-    report.planned += len(rest) + len(rest_harness)
-    _load_once(runner, spec)
-    _evaluate_pending(runner, _jobs(rest, rest_harness, metadata, harness_configs, data_dir), spec, prof, store, report,
-                      planned=planned, log_samples=log_samples, progress=progress, echo=echo)
-
-
-def _evaluate_pending(runner: Any, jobs: list[ChunkJob], spec: ModelSpec, prof: Profile, store: SweepStore,
-                      report: SweepReport, *, planned: dict[str, str], log_samples: bool, progress: bool,
-                      echo: Callable[[str], None], stock: Any = None) -> None:
-    """Evaluate and save the pending chunks with ``runner`` (an executor), with the progress bar and
-    Ctrl-C handling; this process alone writes the results (``save``)."""
-    from tqdm.auto import tqdm
-
-    # Redrawn on every variant (a variant takes seconds), not at tqdm's default 0.1 s rate limit.
-    bar = tqdm(total=sum(len(job.variants) for job in jobs), unit="variant", desc="sweep", disable=not progress,
-               file=sys.stderr, mininterval=0, miniters=1)
-    stop = StopRequests(lambda line: bar.write(line, file=sys.stderr))
-    paths: list[dict[str, Any]] = []  # instructeval-hf path records of variants with stock-path requests
-
-    def variant_done(variant: Variant, results: dict[str, Any], seconds: float) -> None:
-        metric, value = _primary(results["results"].get(variant.name, {}))
-        shown = "n/a" if value is None else f"{value:.3f}"
-        counts = (results.get("n-samples") or {}).get(variant.name) or {}
-        if counts.get("effective") != counts.get("original"):  # a budgeted variant: its own cells only
-            shown += f" on {counts.get('effective')} of {counts.get('original')} items"
-        note = stock_path_note(results)
-        if note:
-            paths.append(results["config"][PATH_KEY])
-        bar.write(f"done {variant.name}: {metric}={shown} ({seconds:.1f} s){note}", file=sys.stderr)
-        bar.update(1)
-
-    def save(job: ChunkJob, results: dict[str, Any], samples: dict[str, list[dict]]) -> None:
-        stamp = _dt.datetime.now().strftime("%Y-%m-%dT%H-%M-%S.%f")
-        report.result_files.append(store.write_chunk(job.key, results, samples, stamp))
-        report.evaluated += len(job.variants)
-        if stock is not None:  # the stock counterpart of a task whose variants are now all saved (not a harness job's)
-            report.result_files.extend(stock.run_ready([v for v in job.variants if isinstance(v, Variant)]))
-
-    def still_pending(job: ChunkJob) -> ChunkJob | None:
-        """The job's variants not saved yet (another shard may have saved some); conflicts refused."""
-        saved = store.finished(job.variants[0].chunk)
-        store.check_conflicts({name: planned[name] for name in job.names}, saved)
-        if log_samples:  # a variant saved without its samples file is evaluated again (``_logged_only``)
-            saved = store.finished(job.variants[0].chunk, logged=True)
-        left = [v for v in job.variants if v.name not in saved]
-        return None if not left else job if len(left) == len(job.variants) else job.restricted(left)
-
-    queue = ClaimingQueue(jobs, store.root, still_pending=still_pending, stopping=lambda: stop.requested,
-                          echo=lambda line: bar.write(line, file=sys.stderr))
-    if stock is not None:
-        stock.evaluation["write"] = lambda line: bar.write(line, file=sys.stderr)
-    try:
-        with stop, environment_info_once():  # the stock runs' harness calls too: one environment record, quiet git
-            if stock is not None:  # tasks whose variants were all saved by an earlier run
-                report.result_files.extend(stock.run_ready())
-            runner.run(queue, spec=spec, profile=prof, log_samples=log_samples, save=save, on_variant=variant_done,
-                       stop=stop, echo=lambda line: bar.write(line, file=sys.stderr))
-            stop.raise_if_requested()
-    except KeyboardInterrupt as stop_now:
-        bar.close()
-        how = "terminated (SIGTERM)" if isinstance(stop_now, Terminated) else "interrupted"
-        echo(f"{how} after {report.evaluated} variants; finished chunks are saved in {store.root}. "
-             f"Run the same command again to resume.")
-        raise
-    except BaseException:  # an error ends on its own line, after the bar
-        bar.close()
-        raise
-    bar.close()
-    if paths:  # the summary repeats what scrolled by in the progress lines
-        merged = merge_path_counts(paths)
-        echo(f"instructeval-hf: {len(paths)} variant(s) ran requests on the stock hf path{stock_path_note({'config': {PATH_KEY: merged}})} "
-             f"-- same scores, about the speed of --model hf; require_prefix=true in --model_args makes this an error")
-    report.skipped += queue.skipped  # saved by another process (a shard) while this one ran

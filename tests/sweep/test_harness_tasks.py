@@ -395,11 +395,11 @@ def test_a_placement_added_later_resumes_on_the_same_cells(tiny_chat_model, harn
 
 def test_an_adaptive_budget_adds_rounds_of_cells_on_the_full_grids_requests(tiny_chat_model, harness_data, tmp_path,
                                                                            monkeypatch):
-    import instructeval_tasks.sweep.harness_runs as harness_runs
+    import instructeval_tasks.sweep.rounds as rounds
 
     fitted_targets: list[dict] = []  # the gold answers each round's fit was given (multiple choice: its classes)
-    choose = harness_runs.next_round_cells
-    monkeypatch.setattr(harness_runs, "next_round_cells",
+    choose = rounds.next_round_cells
+    monkeypatch.setattr(rounds, "next_round_cells",
                         lambda *args, **kw: fitted_targets.append(dict(kw["targets"])) or choose(*args, **kw))
     common = dict(model="hf", model_args=f"pretrained={tiny_chat_model},dtype=float32", tasks=None, methods="null,generic",
                   profile="quick", overrides={"instructions_per_method": 3, "test_sample": 6}, data_dir=str(harness_data),

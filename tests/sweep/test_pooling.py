@@ -17,9 +17,9 @@ from instructeval_tasks.sweep.shards import CLAIMS_DIR, ClaimingQueue
 
 def _job(key: str, items: int | None, placement: str = "description"):
     """A stand-in chunk of one variant with ``items`` budgeted cells (None: not budgeted)."""
-    variant = SimpleNamespace(name=key, placement=placement, fewshot_as_multiturn=None, chunk=key)
-    metadata = {key: {BUDGET_KEY: {"items": list(range(items))}} if items is not None else {}}
-    return SimpleNamespace(key=key, variants=[variant], metadata=metadata, names=[key])
+    metadata = {BUDGET_KEY: {"items": list(range(items))}} if items is not None else {}
+    variant = SimpleNamespace(name=key, placement=placement, fewshot_as_multiturn=None, chunk=key, metadata=metadata)
+    return SimpleNamespace(key=key, variants=[variant], metadata={key: metadata}, names=[key], poolable=True)
 
 
 def test_budgeted_chunks_pool_up_to_the_item_limit_and_the_rest_waits_its_turn():
@@ -38,7 +38,7 @@ def test_a_pool_takes_at_most_max_jobs_chunks_so_parallel_workers_share_them():
 
 
 @pytest.mark.parametrize("other", [_job("full", None), _job("chat", 10, placement="chat-system"),
-                                   SimpleNamespace(key="harness", evaluate_with=lambda *a, **k: None)])
+                                   SimpleNamespace(key="harness", poolable=False)])
 def test_a_chunk_of_another_kind_is_not_pooled_and_comes_next(other):
     first, last = _job("a", 10), _job("b", 10)
     queue = JobQueue([first, other, last])

@@ -54,7 +54,7 @@ def test_shards_deal_chunks_round_robin_and_cover_the_plan_once():
 def _jobs():
     profile = get_profile("quick").override(instructions_per_method=1)
     plan = build_plan(["agnews"], ["null", "generic"], profile, load_bank())
-    return chunk_jobs(plan, {v.name: {} for v in plan})
+    return chunk_jobs(plan)
 
 
 class OtherProcess:
