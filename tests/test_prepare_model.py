@@ -45,9 +45,13 @@ def test_prepare_model_drops_transformers_gguf_load_hint_only(monkeypatch, capsy
 
     monkeypatch.setattr(models, "prepare_model", convert)
     monkeypatch.setattr(models, "cpu_dtype", lambda: "bfloat16")
+    # transformers' own logging set-up stops its loggers' records at the "transformers" logger (once
+    # another test has imported it), before the root logger that caplog listens on: listen here
+    gguf_log.addHandler(caplog.handler)
     with caplog.at_level(logging.WARNING, logger=gguf_log.name):
         assert command.run(argparse.Namespace(name="smollm2-135m-instruct", out=str(tmp_path / "m"), install=False)) == 0
         messages = [r.getMessage() for r in caplog.records]
         assert "a GGUF tensor could not be read" in messages and hint not in messages
         gguf_log.warning(hint)  # after the conversion the logger is as it was
         assert hint in [r.getMessage() for r in caplog.records]
+    gguf_log.removeHandler(caplog.handler)
