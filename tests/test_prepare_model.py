@@ -45,8 +45,11 @@ def test_prepare_model_drops_transformers_gguf_load_hint_only(monkeypatch, capsy
 
     monkeypatch.setattr(models, "prepare_model", convert)
     monkeypatch.setattr(models, "cpu_dtype", lambda: "bfloat16")
-    # transformers' own logging set-up stops its loggers' records at the "transformers" logger (once
-    # another test has imported it), before the root logger that caplog listens on: listen here
+    # Earlier tests of the suite may leave this logger disabled (a logging.config.dictConfig call, as
+    # Ray's, disables the loggers that exist) or cut off from the root logger caplog listens on
+    # (transformers' set-up stops propagation): a fresh `instructeval prepare-model` process has
+    # neither, so undo both here and listen on the logger itself.
+    monkeypatch.setattr(gguf_log, "disabled", False)
     gguf_log.addHandler(caplog.handler)
     with caplog.at_level(logging.WARNING, logger=gguf_log.name):
         assert command.run(argparse.Namespace(name="smollm2-135m-instruct", out=str(tmp_path / "m"), install=False)) == 0
