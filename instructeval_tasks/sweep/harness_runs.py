@@ -206,21 +206,8 @@ def plan_harness(text: str, methods: list[str], bank: Any, *, instructions_per_m
     metadata gets its cells (module doc).
     """
     refs = expand_refs(parse_harness_tasks(text))
-    agnostic = {m: task_agnostic_entries(bank, m) for m in methods}
-    harness_banks = load_harness_banks(bank_roots)
-
-    def entries_for(method: str, task: str) -> list:
-        entries = agnostic[method] if agnostic[method] is not None else harness_banks.entries(method, task)
-        return sample_bank_entries(entries, instructions_per_method, instruction_seed) if instructions_per_method and entries else entries
-
-    missing = {m: [r.name for r in refs if not entries_for(m, r.name)] for m in methods}
-    missing = {m: names for m, names in missing.items() if names}
-    for method, names in missing.items():
-        shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
-        echo(f"harness tasks: no {method} bank for {shown} (instruction_banks/harness/{method}/; "
-             "the null and generic banks apply to every task)")
-    if all(not entries_for(m, r.name) for m in methods for r in refs):
-        raise UserError("--harness-tasks: none of --methods has instructions for these tasks; add null and/or generic")
+    entries_for = _entries_lookup(methods, bank, bank_roots, instructions_per_method, instruction_seed)
+    _check_banks(refs, methods, entries_for, echo)
     variants: list[HarnessVariant] = []
     identities: dict[str, dict[str, Any]] = {}
     configs: dict[str, dict] = {}
@@ -233,38 +220,78 @@ def plan_harness(text: str, methods: list[str], bank: Any, *, instructions_per_m
         # the hub's dataset is loaded now, so that offline fails before the model loads; a budget needs the
         # rows, and so does a test sample (one larger than the eval split is refused now, as for the nine tasks)
         if budget is not None or (not data_dir and not dry_run) or (data_dir and test_sample is not None):
-            with quiet_harness():  # the evaluation's notes about the task's config are printed once, there
-                stock_tasks[ref.name] = build_task(instructed_config(cfg, name=f"{ref.name}__plan", instruction="",
-                                                                     num_fewshot=None, metadata={}), data_dir=data_dir)
-                scored_ids(stock_tasks[ref.name], test_sample, test_seed, ref.name)  # refuses a sample it cannot give
+            stock_tasks[ref.name] = _planning_task(ref.name, cfg, data_dir, test_sample, test_seed)
         for placement in placements:
             for method in methods:
                 for entry in entries_for(method, ref.name):
-                    suffix = "" if placement == "description" else f"__{placement}"
-                    name = f"{ref.name}__{entry.id}{suffix}"
-                    record = {
-                        "task": ref.name,
-                        "num_fewshot": shot,
-                        "method": method,
-                        "instruction_id": entry.id,
-                        "instruction_sha": entry.sha,
-                        "instruction": entry.text,
-                        "placement": placement,
-                        # lm-eval's default with a chat template: demos as turns
-                        "fewshot_as_multiturn": (fewshot_as_multiturn is not False) if placement != "description" else None,
-                        "test_sample": test_sample,
-                        "test_seed": test_seed,
-                        "fewshot_seed": FEWSHOT_SEED,
-                        "doc_ids": DOC_IDS,
-                    }
-                    identity = {**record, "data": identities[ref.name]}
-                    meta = {"harness": record, "variant_fingerprint": fingerprint({"harness": identity})}
-                    variants.append(HarnessVariant(name, ref.name, shot, method, entry, placement, meta))
+                    variants.append(_harness_variant(ref.name, shot, method, entry, placement, identities[ref.name],
+                                                     fewshot_as_multiturn=fewshot_as_multiturn,
+                                                     test_sample=test_sample, test_seed=test_seed))
     if budget is not None:
         for ref in refs:
             _budget_cells([v for v in variants if v.task == ref.name], stock_tasks[ref.name], budget,
                           test_sample=test_sample, test_seed=test_seed)
     return variants, identities, configs
+
+
+def _entries_lookup(methods: list[str], bank: Any, bank_roots: list[str] | None, instructions_per_method: int | None,
+                    instruction_seed: int) -> Callable[[str, str], list]:
+    """``entries_for(method, task)``: the selected entries of a method's bank for a harness task (the
+    task-agnostic bank when the method has one, else the method's harness bank for the task)."""
+    agnostic = {m: task_agnostic_entries(bank, m) for m in methods}
+    harness_banks = load_harness_banks(bank_roots)
+
+    def entries_for(method: str, task: str) -> list:
+        entries = agnostic[method] if agnostic[method] is not None else harness_banks.entries(method, task)
+        return sample_bank_entries(entries, instructions_per_method, instruction_seed) if instructions_per_method and entries else entries
+
+    return entries_for
+
+
+def _check_banks(refs: list, methods: list[str], entries_for: Callable[[str, str], list], echo: Callable[[str], None]) -> None:
+    """One line per method without a bank for some of the tasks; refused when no method has any."""
+    missing = {m: [r.name for r in refs if not entries_for(m, r.name)] for m in methods}
+    missing = {m: names for m, names in missing.items() if names}
+    for method, names in missing.items():
+        shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+        echo(f"harness tasks: no {method} bank for {shown} (instruction_banks/harness/{method}/; "
+             "the null and generic banks apply to every task)")
+    if all(not entries_for(m, r.name) for m in methods for r in refs):
+        raise UserError("--harness-tasks: none of --methods has instructions for these tasks; add null and/or generic")
+
+
+def _planning_task(task: str, cfg: dict[str, Any], data_dir: str | None, test_sample: int | None, test_seed: int) -> Any:
+    """The stock task built at plan time (its rows loaded); a test sample it cannot give is refused."""
+    with quiet_harness():  # the evaluation's notes about the task's config are printed once, there
+        built = build_task(instructed_config(cfg, name=f"{task}__plan", instruction="", num_fewshot=None, metadata={}),
+                           data_dir=data_dir)
+        scored_ids(built, test_sample, test_seed, task)  # refuses a sample it cannot give
+    return built
+
+
+def _harness_variant(task: str, shot: int, method: str, entry: Any, placement: str, data: dict[str, Any], *,
+                     fewshot_as_multiturn: bool | None, test_sample: int | None, test_seed: int) -> HarnessVariant:
+    """The variant of one instruction of ``task`` in one placement, with its ``harness`` record and fingerprint."""
+    suffix = "" if placement == "description" else f"__{placement}"
+    name = f"{task}__{entry.id}{suffix}"
+    record = {
+        "task": task,
+        "num_fewshot": shot,
+        "method": method,
+        "instruction_id": entry.id,
+        "instruction_sha": entry.sha,
+        "instruction": entry.text,
+        "placement": placement,
+        # lm-eval's default with a chat template: demos as turns
+        "fewshot_as_multiturn": (fewshot_as_multiturn is not False) if placement != "description" else None,
+        "test_sample": test_sample,
+        "test_seed": test_seed,
+        "fewshot_seed": FEWSHOT_SEED,
+        "doc_ids": DOC_IDS,
+    }
+    identity = {**record, "data": data}
+    meta = {"harness": record, "variant_fingerprint": fingerprint({"harness": identity})}
+    return HarnessVariant(name, task, shot, method, entry, placement, meta)
 
 
 def _budget_cells(variants: list[HarnessVariant], task: Any, budget: Budget, *, test_sample: int | None,
@@ -385,46 +412,13 @@ def evaluate_harness_task(lm: Any, variants: list[HarnessVariant], stock_cfg: di
 
     placements = {v.placement for v in variants}
     if len(placements) > 1:  # one harness call per placement: the chat template is a call-wide switch
-        results: dict[str, Any] = {}
-        samples: dict[str, list[dict]] = {}
-        for placement in sorted(placements, key=lambda p: (p != "description", p)):
-            part = [v for v in variants if v.placement == placement]
-            res, smp = evaluate_harness_task(lm, part, stock_cfg, data_dir=data_dir, extra_metadata=extra_metadata,
-                                             log_samples=log_samples)
-            if not results:
-                results = res
-            else:
-                for key in ("results", "configs", "versions", "n-shot", "higher_is_better", "n-samples"):
-                    results.setdefault(key, {}).update(res.get(key) or {})
-            samples.update(smp)
-        return results, samples
+        return _evaluate_by_placement(lm, variants, stock_cfg, placements, data_dir=data_dir,
+                                      extra_metadata=extra_metadata, log_samples=log_samples)
     placement = next(iter(placements))
     chat = placement != "description"
     multiturn = variants[0].metadata["harness"].get("fewshot_as_multiturn")
-    tasks = []
-    ids = None
-    for variant in variants:
-        meta = {**extra_metadata, **variant.metadata}
-        cfg = instructed_config(stock_cfg, name=variant.name, instruction=variant.entry.text,
-                                num_fewshot=variant.num_fewshot, metadata=meta, placement=variant.placement)
-        cells = variant.metadata[BUDGET_KEY]["items"] if BUDGET_KEY in variant.metadata else None
-        with quiet_harness() if tasks else contextlib.nullcontext():  # its notes on the task's config: once, not per variant
-            task = build_task(cfg, data_dir=data_dir, user_instruction=variant.entry.text if placement == "chat-user" else "",
-                              dataset=tasks[0].dataset if tasks else None, cells=cells)  # the task's rows, read once
-        if not tasks:
-            ids = scored_ids(task, variant.metadata["harness"]["test_sample"], variant.metadata["harness"]["test_seed"],
-                             variant.task)
-            if variant.test_ids is not None:  # a budget: its cells were drawn on the rows planned
-                planned_ids, ids = variant.test_ids, ids if ids is not None else list(range(len(task.eval_docs)))
-                if ids != planned_ids:
-                    raise UserError(f"harness task {variant.task}: its rows changed between planning and evaluation "
-                                    "(the data files were modified during the run?); run the command again")
-        record = {**variant.metadata["harness"], "test_ids": ids, "eval_size": len(task.eval_docs),
-                  "data_source": "local" if data_dir else "hf",
-                  "replay": replay_command(variant.task, variant.num_fewshot, ids, chat=chat, multiturn=multiturn)
-                  if not variant.entry.text else None}
-        task.config.metadata = {**(task.config.metadata or {}), "harness": record}
-        tasks.append(task)
+    tasks, ids = _variant_tasks(variants, stock_cfg, data_dir=data_dir, extra_metadata=extra_metadata,
+                                placement=placement, multiturn=multiturn)
     samples = {t.config.task: ids for t in tasks} if ids is not None else None
     if samples is None and any(BUDGET_KEY in v.metadata for v in variants):  # cells are positions among the rows
         samples = {t.config.task: list(range(len(t.eval_docs))) for t in tasks}
@@ -442,3 +436,61 @@ def evaluate_harness_task(lm: Any, variants: list[HarnessVariant], stock_cfg: di
     samples_out = results.pop("samples", {}) if log_samples else {}
     results.pop("samples", None)
     return results, samples_out
+
+
+def _evaluate_by_placement(lm: Any, variants: list[HarnessVariant], stock_cfg: dict[str, Any], placements: set[str], *,
+                           data_dir: str | None, extra_metadata: dict[str, Any], log_samples: bool
+                           ) -> tuple[dict[str, Any], dict[str, list[dict]]]:
+    """One harness call per placement (description first), their results and samples merged."""
+    results: dict[str, Any] = {}
+    samples: dict[str, list[dict]] = {}
+    for placement in sorted(placements, key=lambda p: (p != "description", p)):
+        part = [v for v in variants if v.placement == placement]
+        res, smp = evaluate_harness_task(lm, part, stock_cfg, data_dir=data_dir, extra_metadata=extra_metadata,
+                                         log_samples=log_samples)
+        if not results:
+            results = res
+        else:
+            for key in ("results", "configs", "versions", "n-shot", "higher_is_better", "n-samples"):
+                results.setdefault(key, {}).update(res.get(key) or {})
+        samples.update(smp)
+    return results, samples
+
+
+def _variant_tasks(variants: list[HarnessVariant], stock_cfg: dict[str, Any], *, data_dir: str | None,
+                   extra_metadata: dict[str, Any], placement: str, multiturn: bool | None) -> tuple[list[Any], list[int] | None]:
+    """``(tasks, ids)``: each variant's task (one placement), its ``harness`` record in the task's
+    metadata, and the rows scored (None: all); the rows are read once, by the first variant's task."""
+    chat = placement != "description"
+    tasks: list[Any] = []
+    ids = None
+    for variant in variants:
+        meta = {**extra_metadata, **variant.metadata}
+        cfg = instructed_config(stock_cfg, name=variant.name, instruction=variant.entry.text,
+                                num_fewshot=variant.num_fewshot, metadata=meta, placement=variant.placement)
+        cells = variant.metadata[BUDGET_KEY]["items"] if BUDGET_KEY in variant.metadata else None
+        with quiet_harness() if tasks else contextlib.nullcontext():  # its notes on the task's config: once, not per variant
+            task = build_task(cfg, data_dir=data_dir, user_instruction=variant.entry.text if placement == "chat-user" else "",
+                              dataset=tasks[0].dataset if tasks else None, cells=cells)  # the task's rows, read once
+        if not tasks:
+            ids = _scored_rows(task, variant)
+        record = {**variant.metadata["harness"], "test_ids": ids, "eval_size": len(task.eval_docs),
+                  "data_source": "local" if data_dir else "hf",
+                  "replay": replay_command(variant.task, variant.num_fewshot, ids, chat=chat, multiturn=multiturn)
+                  if not variant.entry.text else None}
+        task.config.metadata = {**(task.config.metadata or {}), "harness": record}
+        tasks.append(task)
+    return tasks, ids
+
+
+def _scored_rows(task: Any, variant: HarnessVariant) -> list[int] | None:
+    """The rows of ``task`` to score (None: all); under a budget they must be those planned (its cells
+    were drawn on them), or the run stops."""
+    ids = scored_ids(task, variant.metadata["harness"]["test_sample"], variant.metadata["harness"]["test_seed"],
+                     variant.task)
+    if variant.test_ids is not None:  # a budget: its cells were drawn on the rows planned
+        planned_ids, ids = variant.test_ids, ids if ids is not None else list(range(len(task.eval_docs)))
+        if ids != planned_ids:
+            raise UserError(f"harness task {variant.task}: its rows changed between planning and evaluation "
+                            "(the data files were modified during the run?); run the command again")
+    return ids
