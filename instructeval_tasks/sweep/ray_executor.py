@@ -201,98 +201,25 @@ class RayExecutor:
 
     def run(self, queue: JobQueue, *, spec: "ModelSpec", profile: "Profile", log_samples: bool,
             save: SaveChunk, on_variant: VariantDone, stop: "StopRequests", echo: Callable[[str], None]) -> None:
-        from .chunk import take_pool
-
-        ray = self.ray
         if self._started_here is None:
             self._started_here = self._connect()
         if self._made_for != (spec, profile, log_samples):
             self._kill(self._idle)
             self._made_for = (spec, profile, log_samples)
-        remote_worker = ray.remote(ChunkWorker).options(**self.options)
-        actors: list[Any] = list(self._idle)
+        pool = WorkerPool(self, queue, (spec, profile, log_samples), kept=self._idle, stop=stop, echo=echo)
         self._idle = []
-        in_flight: dict[Any, tuple[Any, list[ChunkJob]]] = {}  # object ref -> (actor, its chunks)
-        attempts: dict[str, int] = {}
-        replacements_left = self.MAX_ATTEMPTS * self.workers
-
-        def start_worker() -> Any:
-            actor = remote_worker.remote(spec, profile, log_samples)
-            actors.append(actor)
-            return actor
-
-        def next_pool() -> list[ChunkJob]:
-            # at most an idle worker's share of the chunks left, so that one pool does not leave the
-            # other idle workers without chunks
-            return take_pool(queue, max_jobs=max(1, math.ceil(len(queue) / max(len(idle), 1))))
-
-        idle = list(actors)
-        if len(idle) < min(self.workers, len(queue)):
-            idle += [start_worker() for _ in range(min(self.workers, len(queue)) - len(idle))]
-            echo(f"ray: {len(idle)} worker(s) on {ray.get_runtime_context().gcs_address}, each "
-                 f"{', '.join(f'{k}={v}' for k, v in self.options.items() if k not in ('max_restarts', 'max_task_retries'))}")
+        pool.start_missing()
         completed = False
         try:
-            while True:
-                while idle and not stop.requested and (jobs := next_pool()):
-                    actor = idle.pop()
-                    in_flight[actor.evaluate.remote(jobs)] = (actor, jobs)
-                if not in_flight:
-                    break
-                ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=self.POLL_SECONDS)
-                for ref in ready:
-                    actor, jobs = in_flight.pop(ref)
-                    try:
-                        evaluated = ray.get(ref)
-                    except (ray.exceptions.RayActorError, ray.exceptions.OutOfMemoryError) as err:
-                        # Ray's memory monitor kills a worker when the node runs low on memory: a
-                        # death like any other (the chunk may fit beside fewer neighbours).
-                        ray.kill(actor)
-                        actors.remove(actor)
-                        if getattr(err, "actor_init_failed", False):
-                            raise WorkerFailure(f"a Ray worker could not load the model: {err}") from None
-                        for job in jobs:
-                            attempts[job.key] = attempts.get(job.key, 0) + 1
-                        if stop.requested:
-                            queue.release_all(jobs)  # not retried: the sweep is stopping; a re-run does it
-                            continue
-                        worst = max(jobs, key=lambda job: attempts[job.key])
-                        if attempts[worst.key] >= self.MAX_ATTEMPTS or replacements_left == 0:
-                            queue.release_all(jobs)
-                            raise WorkerFailure(
-                                f"chunk {worst.key}: its Ray worker died {attempts[worst.key]} time(s); "
-                                f"last error: {str(err).splitlines()[0] if str(err) else type(err).__name__}"
-                            ) from None
-                        why = "out of memory" if isinstance(err, ray.exceptions.OutOfMemoryError) else "died"
-                        what = (f"{jobs[0].key}; the chunk goes" if len(jobs) == 1
-                                else f"{len(jobs)} pooled chunks from {jobs[0].key}; they go")
-                        echo(f"ray: a worker {why} while evaluating {what} to another worker")
-                        for job in reversed(jobs):  # back to the front of the queue, in their order
-                            queue.retry(job)
-                        replacements_left -= 1
-                        idle.append(start_worker())
-                        continue
-                    except BaseException:
-                        queue.release_all(jobs)
-                        raise
-                    try:
-                        for job, (results, samples, seconds) in zip(jobs, evaluated):
-                            by_name = {v.name: v for v in job.variants}
-                            for name, took in seconds:  # the bar advances when the chunk comes back
-                                on_variant(by_name[name], results, took)
-                            save(job, results, samples)
-                    finally:
-                        queue.release_all(jobs)
-                    idle.append(actor)
+            pool.drain(save, on_variant)
             stop.raise_if_requested()
             completed = True
         finally:
-            for _, jobs in in_flight.values():
-                queue.release_all(jobs)
+            pool.release_in_flight()
             if completed:  # kept for the next run (the next round); close() ends them
-                self._idle = actors
+                self._idle = pool.actors
             else:
-                self._kill(actors)
+                self._kill(pool.actors)
                 self.close()
 
     def _kill(self, actors: list[Any]) -> None:
@@ -306,3 +233,110 @@ class RayExecutor:
         if self._started_here:
             self.ray.shutdown()
         self._started_here = None
+
+
+class WorkerPool:
+    """One ``RayExecutor.run``: its workers (those kept from the last run first), the chunks in
+    flight on them, and how often each chunk's worker died (``RayExecutor.MAX_ATTEMPTS``)."""
+
+    def __init__(self, executor: RayExecutor, queue: JobQueue, worker_args: tuple, *, kept: list[Any],
+                 stop: "StopRequests", echo: Callable[[str], None]) -> None:
+        self.executor, self.ray, self.queue, self.stop, self.echo = executor, executor.ray, queue, stop, echo
+        self.remote_worker = executor.ray.remote(ChunkWorker).options(**executor.options)
+        self.worker_args = worker_args  # (spec, profile, log_samples)
+        self.actors: list[Any] = list(kept)
+        self.idle: list[Any] = list(self.actors)
+        self.in_flight: dict[Any, tuple[Any, list[ChunkJob]]] = {}  # object ref -> (actor, its chunks)
+        self.attempts: dict[str, int] = {}
+        self.replacements_left = executor.MAX_ATTEMPTS * executor.workers
+
+    def start_worker(self) -> Any:
+        actor = self.remote_worker.remote(*self.worker_args)
+        self.actors.append(actor)
+        return actor
+
+    def start_missing(self) -> None:
+        """Start the workers the pool lacks (no more than there are chunks), and say so."""
+        wanted = min(self.executor.workers, len(self.queue))
+        if len(self.idle) < wanted:
+            self.idle += [self.start_worker() for _ in range(wanted - len(self.idle))]
+            shown = ', '.join(f'{k}={v}' for k, v in self.executor.options.items()
+                              if k not in ('max_restarts', 'max_task_retries'))
+            self.echo(f"ray: {len(self.idle)} worker(s) on {self.ray.get_runtime_context().gcs_address}, each {shown}")
+
+    def next_pool(self) -> list[ChunkJob]:
+        """At most an idle worker's share of the chunks left, so that one pool does not leave the other
+        idle workers without chunks."""
+        from .chunk import take_pool
+
+        return take_pool(self.queue, max_jobs=max(1, math.ceil(len(self.queue) / max(len(self.idle), 1))))
+
+    def drain(self, save: SaveChunk, on_variant: VariantDone) -> None:
+        """Hand out chunks to the idle workers and take their results until the queue is empty (or a
+        stop is requested) and nothing is in flight."""
+        while True:
+            while self.idle and not self.stop.requested and (jobs := self.next_pool()):
+                actor = self.idle.pop()
+                self.in_flight[actor.evaluate.remote(jobs)] = (actor, jobs)
+            if not self.in_flight:
+                break
+            ready, _ = self.ray.wait(list(self.in_flight), num_returns=1, timeout=self.executor.POLL_SECONDS)
+            for ref in ready:
+                self.collect(ref, save, on_variant)
+
+    def collect(self, ref: Any, save: SaveChunk, on_variant: VariantDone) -> None:
+        """Save the chunks a worker sent back (its worker is idle again), or handle its death."""
+        ray = self.ray
+        actor, jobs = self.in_flight.pop(ref)
+        try:
+            evaluated = ray.get(ref)
+        except (ray.exceptions.RayActorError, ray.exceptions.OutOfMemoryError) as err:
+            # Ray's memory monitor kills a worker when the node runs low on memory: a
+            # death like any other (the chunk may fit beside fewer neighbours).
+            self.worker_died(actor, jobs, err)
+            return
+        except BaseException:
+            self.queue.release_all(jobs)
+            raise
+        try:
+            for job, (results, samples, seconds) in zip(jobs, evaluated):
+                by_name = {v.name: v for v in job.variants}
+                for name, took in seconds:  # the bar advances when the chunk comes back
+                    on_variant(by_name[name], results, took)
+                save(job, results, samples)
+        finally:
+            self.queue.release_all(jobs)
+        self.idle.append(actor)
+
+    def worker_died(self, actor: Any, jobs: list[ChunkJob], err: BaseException) -> None:
+        """A dead worker's chunks go back to the front of the queue for a fresh worker; a worker that
+        could not load the model, or a chunk that killed ``MAX_ATTEMPTS`` workers, stops the sweep."""
+        self.ray.kill(actor)
+        self.actors.remove(actor)
+        if getattr(err, "actor_init_failed", False):
+            raise WorkerFailure(f"a Ray worker could not load the model: {err}") from None
+        for job in jobs:
+            self.attempts[job.key] = self.attempts.get(job.key, 0) + 1
+        if self.stop.requested:
+            self.queue.release_all(jobs)  # not retried: the sweep is stopping; a re-run does it
+            return
+        worst = max(jobs, key=lambda job: self.attempts[job.key])
+        if self.attempts[worst.key] >= self.executor.MAX_ATTEMPTS or self.replacements_left == 0:
+            self.queue.release_all(jobs)
+            raise WorkerFailure(
+                f"chunk {worst.key}: its Ray worker died {self.attempts[worst.key]} time(s); "
+                f"last error: {str(err).splitlines()[0] if str(err) else type(err).__name__}"
+            ) from None
+        why = "out of memory" if isinstance(err, self.ray.exceptions.OutOfMemoryError) else "died"
+        what = (f"{jobs[0].key}; the chunk goes" if len(jobs) == 1
+                else f"{len(jobs)} pooled chunks from {jobs[0].key}; they go")
+        self.echo(f"ray: a worker {why} while evaluating {what} to another worker")
+        for job in reversed(jobs):  # back to the front of the queue, in their order
+            self.queue.retry(job)
+        self.replacements_left -= 1
+        self.idle.append(self.start_worker())
+
+    def release_in_flight(self) -> None:
+        """Give back the claims of the chunks still in flight (the run is ending)."""
+        for _, jobs in self.in_flight.values():
+            self.queue.release_all(jobs)
