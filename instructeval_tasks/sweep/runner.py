@@ -39,7 +39,7 @@ from .adaptive import native_grid_cells
 from .budget import (ADAPTIVE_ROUNDS, BUDGET_KEY, DEFAULT_DESIGN, EXTEND_ROUNDS, Budget, BudgetRound, budget_record, budget_rounds,
                      grid_cells_of)
 from .rounds import Observe, budget_totals, plan_round
-from .chunk import ChunkJob, ModelSpec, chunk_jobs, variant_config
+from .chunk import ModelSpec, chunk_jobs, variant_config
 from .evaluation import Evaluation, SweepReport
 from .executor_registry import make_executor
 from .lock import RunLock, shard_lock_name
