@@ -34,7 +34,7 @@ from ..options import resolve_data_dir
 from ..specs import get_spec, resolve_task_names
 from .identity import RUN_FINGERPRINT_KEY, for_task, protocol_fields, run_fingerprint
 from .plan import MODEL_ARG_KEYS, Variant, build_plan, fingerprint
-from .profiles import Profile, get_profile
+from .profiles import OPTION_OF, Profile, get_profile
 from .adaptive import native_grid_cells
 from .budget import (ADAPTIVE_ROUNDS, BUDGET_KEY, DEFAULT_DESIGN, EXTEND_ROUNDS, Budget, BudgetRound, budget_record, budget_rounds,
                      grid_cells_of)
@@ -114,13 +114,11 @@ def apply_budget(plan: list[Variant], classes: dict[str, list[Any]], budget: Bud
     return budget_totals(plan, budget)
 
 
-# The profile fields (``SweepOptions.overrides``) that only the nine tasks read, with their options:
-# a harness task keeps its stock protocol (its n-shot is written after its name, ``hellaswag:10``).
-NINE_TASK_OVERRIDES = {"num_fewshot": "--num-fewshot", "n_selections": "--selections",
-                       "n_perturbed_selections": "--perturbed-selections", "n_orderings": "--orderings",
-                       "ordering_demo_seeds": "--ordering-demo-seeds", "order_mode": "--order-mode",
-                       "truncate_words": "--truncate-words", "perturbation_seed": "--perturbation-seed",
-                       "perturbation_mode": "--perturbation-mode", "settings": "--settings"}
+# The profile fields (``SweepOptions.overrides``) that only the nine tasks read (their options:
+# ``profiles.OPTION_OF``): a harness task keeps its stock protocol (its n-shot is written after its
+# name, ``hellaswag:10``).
+NINE_TASK_OVERRIDES = ("num_fewshot", "n_selections", "n_perturbed_selections", "n_orderings", "ordering_demo_seeds",
+                       "order_mode", "truncate_words", "perturbation_seed", "perturbation_mode", "settings")
 
 
 def _check_nine_task_overrides(overrides: dict[str, Any] | None, tasks: list[str], harness_tasks: str | None,
@@ -139,7 +137,7 @@ def _check_nine_task_overrides(overrides: dict[str, Any] | None, tasks: list[str
             raise UserError(f"--num-fewshot {shot} sets K of the nine InstructEval tasks (--tasks), and none is given; "
                             f"a harness task's n-shot follows its name: --harness-tasks "
                             + ",".join(f"{ref.name}:{shot}" for ref in refs))
-        flag = NINE_TASK_OVERRIDES[next(iter(given))]
+        flag = OPTION_OF[next(iter(given))]
         raise UserError(f"{flag} applies to the nine InstructEval tasks (--tasks) only, and none is given: the harness "
                         f"tasks keep their stock protocol; drop {flag}")
     implicit = [ref.name for ref in refs if ref.num_fewshot is None]

@@ -36,6 +36,7 @@ from instructeval_tasks.errors import UserError
 from .identity import RUN_FINGERPRINT_KEY, changed_fields, differing_fields, protocol_fields
 from .atomic_files import atomic_write_text
 from .lock import store_lock
+from .profiles import OPTION_OF
 
 
 class SweepStoreError(UserError, RuntimeError):
@@ -448,11 +449,12 @@ class SweepStore:
 
 
 # the command-line options of protocol fields (``identity.protocol_fields``), to say how to resume
-_PROTOCOL_FLAGS = {"num_fewshot": "--num-fewshot", "test_sample": "--test-sample", "test_seed": "--test-seed",
-                   "truncate_words": "--truncate-words", "order_mode": "--order-mode",
-                   "perturbation_seed": "--perturbation-seed", "perturbation_mode": "--perturbation-mode",
-                   "data_dir": "--data-dir", "bank_dir": "--bank-dir", "harness.test_sample": "--test-sample",
-                   "harness.test_seed": "--test-seed"}
+_PROTOCOL_FLAGS = {
+    **{field: OPTION_OF[field] for field in ("num_fewshot", "test_sample", "test_seed", "truncate_words", "order_mode",
+                                             "perturbation_seed", "perturbation_mode")},
+    "data_dir": "--data-dir", "bank_dir": "--bank-dir",
+    "harness.test_sample": OPTION_OF["test_sample"], "harness.test_seed": OPTION_OF["test_seed"],
+}
 
 
 def _resume_flag(field: str, old: Any, planned: dict[str, Any]) -> str | None:
