@@ -29,7 +29,7 @@ from .loglikelihood import TreeLoglikelihood
 from .prefix_cache import PrefixCache
 from .support import PrefixSupport, layer_windows
 from .tree import PrefixTree
-from .window import check_evaluation
+from .window import as_bool, check_evaluation
 
 log = logging.getLogger(__name__)
 
@@ -42,12 +42,6 @@ class PrefixPathUnavailable(UserError):
     """``require_prefix=true`` and a request would run on the stock ``hf`` code."""
 
 
-def _as_bool(value: Any) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() not in ("0", "false", "no", "off", "")
-    return bool(value)
-
-
 class InstructEvalHFLM(HFLM):
     """``HFLM`` that evaluates shared token prefixes once (see the package docstring)."""
 
@@ -57,9 +51,9 @@ class InstructEvalHFLM(HFLM):
                  allow_truncation: bool | str = False, **kwargs: Any) -> None:
         self.max_kv_memory = parse_bytes(max_kv_memory)  # before loading the model: a typo fails fast
         self.prefix_cache_memory = parse_bytes(prefix_cache_memory, "prefix_cache_memory", zero_is_off=True) or 0
-        self.prefix_sharing = _as_bool(prefix_sharing)
-        self.require_prefix = _as_bool(require_prefix)
-        self.allow_truncation = _as_bool(allow_truncation)  # prompts longer than max_length: run and record (window)
+        self.prefix_sharing = as_bool(prefix_sharing)
+        self.require_prefix = as_bool(require_prefix)
+        self.allow_truncation = as_bool(allow_truncation)  # prompts longer than max_length: run and record (window)
         self._ie_window_tasks: Any = None  # the tasks of the evaluation whose window was checked (window)
         if self.require_prefix and not self.prefix_sharing:
             raise PrefixPathUnavailable("instructeval-hf: require_prefix=true contradicts prefix_sharing=false; drop one")

@@ -83,7 +83,9 @@ def under_lm_eval_cli() -> bool:
         del frame
 
 
-def _truthy(value: Any) -> bool:
+def as_bool(value: Any) -> bool:
+    """A boolean model argument or metadata value: strings ``0``, ``false``, ``no``, ``off`` and ``""``
+    are false (as lm-eval passes ``--model_args`` values), anything else by its truth."""
     if isinstance(value, str):
         return value.strip().lower() not in ("0", "false", "no", "off", "")
     return bool(value)
@@ -92,7 +94,7 @@ def _truthy(value: Any) -> bool:
 def allowed_by_task(task: Any) -> bool:
     """``allow_truncation`` is true in the task's metadata."""
     metadata = getattr(getattr(task, "config", None), "metadata", None)
-    return isinstance(metadata, Mapping) and _truthy(metadata.get(ALLOW_TRUNCATION_KEY, False))
+    return isinstance(metadata, Mapping) and as_bool(metadata.get(ALLOW_TRUNCATION_KEY, False))
 
 
 def task_instruction(task: Any, doc: Any) -> str:
