@@ -188,6 +188,32 @@ def unfit_reason(unfit: Mapping[str, Any], window: int, *, item: str = "item") -
             f"leaves no room for a prompt in the model's window of {window} tokens")
 
 
+def unfit_error(subject: str, unfit: Mapping[str, Any], window: int, *, item: str = "item",
+                leave_out: str = "this task out") -> TruncationError:
+    """The sweep's refusal of ``subject`` (a variant, a stock run) for the request ``unfit`` that no
+    window setting can evaluate, ``--allow-truncation`` or not.
+
+    Example:
+        >>> str(unfit_error("v", {"doc_id": 3, "answer_tokens": 51}, 48)).split(", so ")[1][:46]
+        'the harness cannot evaluate it, even with --al'
+    """
+    return TruncationError(
+        f"{subject}: {unfit_reason(unfit, window, item=item)}, so the harness cannot evaluate it, even with "
+        f"--allow-truncation; raise the window (max_length= in --model_args) if the model allows it, or leave {leave_out}")
+
+
+def cut_summary(record: Mapping[str, Any], *, item: str = "item") -> str:
+    """How many prompts of the record (:func:`measure_requests`) do not fit, and the longest.
+
+    Example:
+        >>> cut_summary({"items": 2, "of": 20, "window": 100, "longest": {"doc_id": 7, "tokens": 123}}, item="eval row")
+        "2 of 20 prompts do not fit the model's window of 100 tokens (the longest, eval row 7, has 123)"
+    """
+    longest = record["longest"]
+    return (f"{record['items']} of {record['of']} prompts do not fit the model's window of {record['window']} tokens "
+            f"(the longest, {item} {longest['doc_id']}, has {longest['tokens']})")
+
+
 def measure_all(task: Any, lm: Any, doc_ids: Sequence[int] | None = None, *, chat: dict[str, Any] | None = None
                 ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """``(record, unfit)`` (:func:`measure_requests`) of every request of ``task``'s docs (``doc_ids``:

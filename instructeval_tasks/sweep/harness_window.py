@@ -27,8 +27,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..truncation import (ALLOW_TRUNCATION_KEY, TRUNCATION_KEY, TruncationError, mark_checked, measure_requests,
-                          unfit_reason)
+from ..truncation import (ALLOW_TRUNCATION_KEY, TRUNCATION_KEY, TruncationError, cut_summary, mark_checked,
+                          measure_requests, unfit_error)
 
 def built_requests(task: Any, lm: Any, *, samples: list[int] | None, chat: Mapping[str, Any], seed: int) -> list[Any]:
     """``task``'s requests as ``simple_evaluate(..., samples={name: samples}, fewshot_random_seed=seed,
@@ -47,6 +47,14 @@ def built_requests(task: Any, lm: Any, *, samples: list[int] | None, chat: Mappi
         task.set_fewshot_seed(seed=seed)
 
 
+def measure_built(task: Any, lm: Any, *, instruction: str, samples: list[int] | None, chat: Mapping[str, Any],
+                  seed: int) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """``(record, unfit)`` (``truncation.measure_requests``) of ``task``'s requests as the harness call
+    builds them (:func:`built_requests`), doc ids the ``samples`` rows."""
+    requests = built_requests(task, lm, samples=samples, chat=chat, seed=seed)
+    return measure_requests(lm, requests, instruction=instruction, rows=samples)
+
+
 def check_harness_window(task: Any, lm: Any, variant: Any, *, samples: list[int] | None, chat: Mapping[str, Any],
                          seed: int) -> dict[str, Any] | None:
     """Measure ``variant``'s (a ``HarnessVariant``) built ``task`` (module docstring); refuse what does
@@ -58,24 +66,18 @@ def check_harness_window(task: Any, lm: Any, variant: Any, *, samples: list[int]
             evaluate, whatever ``allow_truncation`` says.
     """
     allow = bool(variant.metadata.get(ALLOW_TRUNCATION_KEY))
-    requests = built_requests(task, lm, samples=samples, chat=chat, seed=seed)
-    record, unfit = measure_requests(lm, requests, instruction=variant.entry.text or "", rows=samples)
-    window = getattr(lm, "max_length", None)
+    record, unfit = measure_built(task, lm, instruction=variant.entry.text or "", samples=samples, chat=chat, seed=seed)
     if unfit is not None:
-        why = unfit_reason(unfit, window, item="eval row")
-        raise TruncationError(
-            f"{variant.name}: {why}, so the harness cannot evaluate it, even with --allow-truncation; raise the window "
-            f"(max_length= in --model_args) if the model allows it, or leave {variant.task} out of --harness-tasks")
+        raise unfit_error(variant.name, unfit, lm.max_length, item="eval row",
+                          leave_out=f"{variant.task} out of --harness-tasks")
     if record is not None and not allow:
-        longest = record["longest"]
         head = (f"the instruction ({record['instruction_tokens']} tokens) first" if record["instruction_tokens"]
                 else "the task's own prompt first")
         raise TruncationError(
-            f"{variant.name}: {record['items']} of {record['of']} prompts do not fit the model's window of "
-            f"{record['window']} tokens (the longest, eval row {longest['doc_id']}, has {longest['tokens']}); the "
-            f"harness would cut them from the left, {head}. Shorten the instruction or the demos (fewer shots: "
-            f"--harness-tasks {variant.task}:K), raise the window (max_length= in --model_args) if the model allows "
-            f"it, or pass --allow-truncation to run anyway and record what was cut")
+            f"{variant.name}: {cut_summary(record, item='eval row')}; the harness would cut them from the left, "
+            f"{head}. Shorten the instruction or the demos (fewer shots: --harness-tasks {variant.task}:K), raise the "
+            f"window (max_length= in --model_args) if the model allows it, or pass --allow-truncation to run anyway "
+            f"and record what was cut")
     mark_checked(task, lm)  # cleared: the instructeval-hf backend does not measure it again
     return record
 

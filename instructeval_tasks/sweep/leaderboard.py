@@ -249,24 +249,19 @@ def check_stock_window(task: Any, lm: Any, run: StockRun, *, samples: list[int] 
     (``harness_window``): refuse a cut prompt unless the sweep runs with ``--allow-truncation``
     (``allow_truncation`` in the run's metadata; then the cuts are recorded under ``truncation`` in
     its results' metadata), and a request no window can evaluate in any case."""
-    from ..truncation import ALLOW_TRUNCATION_KEY, TruncationError, mark_checked, measure_requests, unfit_reason
-    from .harness_window import built_requests, record_truncation
+    from ..truncation import ALLOW_TRUNCATION_KEY, TruncationError, cut_summary, mark_checked, unfit_error
+    from .harness_window import measure_built, record_truncation
 
-    requests = built_requests(task, lm, samples=samples, chat={}, seed=FEWSHOT_SEED)
-    record, unfit = measure_requests(lm, requests, rows=samples)
-    window = "raise the window (max_length= in --model_args) if the model allows it"
+    record, unfit = measure_built(task, lm, instruction="", samples=samples, chat={}, seed=FEWSHOT_SEED)
     if unfit is not None:
-        raise TruncationError(f"stock {run.name}: {unfit_reason(unfit, lm.max_length, item='eval row')}, so the harness "
-                              f"cannot evaluate it, even with --allow-truncation; {window}, or leave it out of "
-                              f"--leaderboard-tasks")
+        raise unfit_error(f"stock {run.name}", unfit, lm.max_length, item="eval row",
+                          leave_out="it out of --leaderboard-tasks")
     if record is not None and not run.metadata.get(ALLOW_TRUNCATION_KEY):
-        longest = record["longest"]
         raise TruncationError(
-            f"stock {run.name} ({run.counterpart.num_fewshot}-shot): {record['items']} of {record['of']} prompts do not "
-            f"fit the model's window of {record['window']} tokens (the longest, eval row {longest['doc_id']}, has "
-            f"{longest['tokens']}); the harness would cut them from the left and the stock score would not be the "
-            f"leaderboard's. Use fewer shots (--leaderboard-tasks {run.counterpart.task}:K), {window}, or pass "
-            f"--allow-truncation to run anyway and record what was cut")
+            f"stock {run.name} ({run.counterpart.num_fewshot}-shot): {cut_summary(record, item='eval row')}; the "
+            f"harness would cut them from the left and the stock score would not be the leaderboard's. Use fewer "
+            f"shots (--leaderboard-tasks {run.counterpart.task}:K), raise the window (max_length= in --model_args) if "
+            f"the model allows it, or pass --allow-truncation to run anyway and record what was cut")
     record_truncation(task, record)
     mark_checked(task, lm)
 

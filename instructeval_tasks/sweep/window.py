@@ -27,8 +27,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..truncation import (ALLOW_TRUNCATION_KEY, TRUNCATION_KEY, TruncationError, cut_tokens, mark_checked, measure,
-                          measure_all, unfit_reason)
+from ..truncation import (ALLOW_TRUNCATION_KEY, TRUNCATION_KEY, TruncationError, cut_summary, cut_tokens, mark_checked,
+                          measure, measure_all, unfit_error)
 
 __all__ = ["ALLOW_TRUNCATION_KEY", "TRUNCATION_KEY", "TruncationError", "check_window", "cut_tokens", "measure"]
 
@@ -44,18 +44,13 @@ def check_window(task: Any, lm: Any, variant: str, *, allow: bool, doc_ids: Sequ
     """
     record, unfit = measure_all(task, lm, doc_ids, chat=chat)
     if unfit is not None:
-        raise TruncationError(
-            f"{variant}: {unfit_reason(unfit, lm.max_length)}, so the harness cannot evaluate it, even with "
-            f"--allow-truncation; raise the window (max_length= in --model_args) if the model allows it, or leave this "
-            f"task out")
+        raise unfit_error(variant, unfit, lm.max_length)
     if record is not None and not allow:
-        longest = record["longest"]
         raise TruncationError(
-            f"{variant}: {record['items']} of {record['of']} prompts do not fit the model's window of {record['window']} "
-            f"tokens (the longest, item {longest['doc_id']}, has {longest['tokens']}); the harness would cut them from the "
-            f"left, the instruction ({record['instruction_tokens']} tokens) first. Shorten the instruction or the demos "
-            f"(--num-fewshot, --truncate-words), raise the window (max_length= in --model_args) if the model allows it, or "
-            f"pass --allow-truncation to run anyway and record what was cut"
+            f"{variant}: {cut_summary(record)}; the harness would cut them from the left, the instruction "
+            f"({record['instruction_tokens']} tokens) first. Shorten the instruction or the demos (--num-fewshot, "
+            f"--truncate-words), raise the window (max_length= in --model_args) if the model allows it, or pass "
+            f"--allow-truncation to run anyway and record what was cut"
         )
     mark_checked(task, lm)
     return record
