@@ -61,7 +61,7 @@ from .bootstrap import rng_for
 from .issues import IssueLog
 from .json_input import BadJson, parse_json_bytes
 from .leaderboard import kendall_tau_b, percentile_of
-from .loading import expand_paths, find_samples, label_from_pretrained, parse_model_args, results_stamp, truncation_message
+from .loading import expand_paths, find_samples, label_from_pretrained, parse_model_args, results_stamp, warn_truncated
 from .samples import merge_targets, read_sample_targets
 from .sensitivity_card import Measure, SensitivityCard, basic_interval, build_card
 from .sensitivity_measures import mean_square_components
@@ -121,9 +121,7 @@ def load_harness_results(paths: Iterable[str], issues: IssueLog, *, samples: boo
             if not isinstance(value, (int, float)) or isinstance(value, bool):
                 issues.warn("harness-metric", f"no numeric score ({key}) for harness variant; left out", str(path), name)
                 continue
-            cut = meta.get("truncation")  # --allow-truncation: prompts cut to the window, as for the nine tasks
-            if isinstance(cut, dict) and cut.get("items"):
-                issues.warn("truncated", truncation_message(cut), str(path), name)
+            warn_truncated(issues, meta, str(path), name)  # --allow-truncation: prompts cut, as for the nine tasks
             model = meta.get("model_label") or label_from_pretrained(
                 parse_model_args((data.get("config") or {}).get("model_args")).get("pretrained") or data.get("model_name") or "model")
             sample_path = find_samples(Path(path), name, stamp, data["results"].keys())[0] if samples else None

@@ -20,7 +20,7 @@ from typing import Any, Iterable, Mapping
 from .issues import IssueLog
 from .json_input import BadJson, parse_json_bytes
 from .loading import (expand_paths, find_samples, is_accuracy, label_from_pretrained, parse_model_args, results_stamp,
-                      truncation_message)
+                      warn_truncated)
 from .result_formats import OPEN_LLM_V1, results_format, stock_tasks, v1_items, v1_model, v1_task
 
 
@@ -89,10 +89,7 @@ def read_stock_file(path: Path, known: Mapping[str, tuple[str, str]], issues: Is
         task, metric = (record.get("instructeval_task"), record.get("metric")) if record else known[name]
         if not isinstance(result, Mapping):
             continue
-        cut = meta.get("truncation")  # instructeval run --allow-truncation: the stock prompts were cut to the window
-        if isinstance(cut, Mapping) and cut:
-            issues.warn("truncated", "stock " + truncation_message(cut).replace(
-                "the variant has no instruction (null)", "the stock task has no instruction"), file, name)
+        warn_truncated(issues, meta, file, name, stock=True)  # instructeval run --allow-truncation
         filt, value = _metric_value(result, metric)
         if filt is None:
             issues.error("leaderboard-metric", f"stock task {name}: no {metric!r} value in results (keys: {sorted(result)})", file, name)

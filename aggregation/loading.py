@@ -201,10 +201,19 @@ def _metric_values(result: Mapping[str, Any], issues: IssueLog, file: str, name:
     return out
 
 
-def truncation_message(cut: Mapping[str, Any]) -> str:
+def warn_truncated(issues: IssueLog, meta: Mapping[str, Any], file: str, name: str, *, stock: bool = False) -> None:
+    """Warn (``truncated``) about a results entry whose metadata records prompts cut to the model's
+    window (``truncation``, written under ``--allow-truncation``): :func:`truncation_message`."""
+    cut = meta.get("truncation")
+    if isinstance(cut, Mapping) and cut.get("items"):
+        issues.warn("truncated", truncation_message(cut, stock=stock), file, name)
+
+
+def truncation_message(cut: Mapping[str, Any], *, stock: bool = False) -> str:
     """The ``truncated`` warning of a variant's ``truncation`` record (``instructeval_tasks/sweep/window.py``),
     worded by what happened to the instruction in the cut prompts: kept whole (a null instruction has
-    none to lose: its demos or input were cut), partly cut, or cut entirely.
+    none to lose: its demos or input were cut), partly cut, or cut entirely. ``stock``: the record of a
+    stock run (``--leaderboard-tasks``), whose prompt has no instruction.
 
         >>> null = {"items": 3, "of": 8, "window": 96, "instruction_tokens": 0, "cut": [[0, 4, "intact"], [5, 1, "intact"]]}
         >>> truncation_message(null).split("; ")[1]
@@ -215,7 +224,7 @@ def truncation_message(cut: Mapping[str, Any]) -> str:
         in 1 the instruction (40 tokens) was partly cut: there the score is only partly the instruction's
         in 1 it was cut entirely: there the score is not the instruction's at all
     """
-    head = (f"{cut.get('items')} of {cut.get('of')} prompts were cut to the model's window of {cut.get('window')} tokens "
+    head = (("stock " if stock else "") + f"{cut.get('items')} of {cut.get('of')} prompts were cut to the model's window of {cut.get('window')} tokens "
             f"(run with --allow-truncation); ")
     rows = cut.get("cut")
     if not (isinstance(rows, list) and all(isinstance(r, (list, tuple)) and len(r) >= 3 for r in rows)):
@@ -229,8 +238,9 @@ def truncation_message(cut: Mapping[str, Any]) -> str:
     tokens = cut.get("instruction_tokens")
     if not partly and not entirely:
         if tokens == 0:
-            return head + ("the variant has no instruction (null), so only its demos or input were cut: the score is of "
-                           "prompts shorter than planned")
+            subject = "the stock task has no instruction" if stock else "the variant has no instruction (null)"
+            return head + (f"{subject}, so only its demos or input were cut: the score is of prompts shorter than "
+                           "planned")
         return head + ("the instruction survived whole in every one of them (the demos or input were cut): the score is "
                        "the instruction's, on prompts shorter than planned")
     size = f" ({tokens} tokens)" if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens > 0 else ""
@@ -364,9 +374,7 @@ def parse_variant(
     if scoring is not None and scoring != SCORING_VERSION:
         issues.warn("scoring-version", f"scored under scoring_version {scoring!r}; this release scores under "
                     f"{SCORING_VERSION!r}, so its numbers are not comparable with a rerun today", file, name)
-    cut = meta.get("truncation")
-    if isinstance(cut, Mapping) and cut.get("items"):
-        issues.warn("truncated", truncation_message(cut), file, name)
+    warn_truncated(issues, meta, file, name)
     n_params = (data.get("config") or {}).get("model_num_parameters")
     n_samples = (data.get("n-samples") or {}).get(name) or {}
     n_items = result.get("sample_len", n_samples.get("effective"))
