@@ -225,7 +225,7 @@ class SweepStore:
         """``(path, content)`` of every readable results file (of ``chunk``'s only, when given)."""
         if not self.root.is_dir():
             return
-        for path in sorted(self.root.glob(f"results_{chunk}__*.json" if chunk else "results_*.json")):
+        for path in sorted(self.root.glob(f"results_{glob.escape(chunk)}__*.json" if chunk else "results_*.json")):
             try:
                 data = json.loads(path.read_text(encoding="utf-8"))
             except (json.JSONDecodeError, UnicodeDecodeError):
@@ -420,14 +420,8 @@ class SweepStore:
         if not names:
             return
         prefix = chunk.rsplit("__", 1)[0]  # a job key is <chunk>__<hash>
-        for other in sorted(self.root.glob(f"results_{glob.escape(prefix)}__*.json")):
+        for other, data in self._results_files(prefix):
             if other == path:
-                continue
-            try:
-                data = json.loads(other.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                continue
-            if not isinstance(data, dict):
                 continue
             held = set(data.get("results") or {}) & names
             if not held:
