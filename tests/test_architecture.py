@@ -16,7 +16,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("instructeval_tasks", "instructeval_banks", "instructeval_templates", "instructeval_aggregation")
 # Package modules (``__init__``) that import nothing of ours at import time, and the aggregation (its own column).
-OUTSIDE_LAYERS = ("instructeval_tasks", "instructeval_tasks.ii")
+OUTSIDE_LAYERS = ("instructeval_tasks", "instructeval_tasks.ii", "instructeval_tasks.ni")
 
 
 def _config() -> dict:
