@@ -1,0 +1,82 @@
+"""Which statistics a budgeted design resolves, as the budget validation measured them.
+
+``budget_validity.json`` (beside this module) is written by ``benchmarks/budget_validation.py
+--write-validity``: for each estimator (``item-response``, ``choice scores``), design (``uniform``,
+``balanced``, ``adaptive``), validated budget (``0.05``, ``0.1``, ``0.25``) and statistic
+(``draw_statistics.STATISTICS``, ``instruction`` for each instruction's accuracy, ``instruction_sd``),
+the pooled interval coverage over the shipped full grids, the worst grid's, the median relative bias
+(``instruction_sd``) and ``resolved``: whether the statistic meets the validation's targets there
+(``RULE``). A report prints a budgeted statistic only where :func:`resolution` says it is resolved;
+elsewhere it prints the reason instead of a number.
+
+A run's budget ``f`` counts as the largest validated budget ``b <= f`` of its design: a statistic is
+resolved if it is resolved at ``b``. Otherwise the reason names the smallest validated budget that
+resolves it (``needs about N cells per instruction; run --budget-extend B``), or says none does.
+
+Example:
+    >>> table = {"item-response": {"uniform": {"0.1": {"max": {"resolved": False}}, "0.25": {"max": {"resolved": True}}}}}
+    >>> resolution("max", "item-response", "uniform", 0.1, 200, table=table).why
+    'not resolved at --budget 0.1 (needs about 50 cells per instruction; run --budget-extend 0.25)'
+    >>> resolution("max", "item-response", "uniform", 0.3, 200, table=table).resolved
+    True
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Mapping
+
+TABLE_PATH = Path(__file__).with_name("budget_validity.json")
+# What "resolved" means (the benchmark applies it; the page states it)
+RULE = {"coverage_low": 0.90, "coverage_high": 0.97, "grid_coverage_low": 0.85, "sd_bias": 0.20, "sd_floor_points": 1.0}
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """Whether a statistic is resolved; ``why`` is the sentence a report prints instead of a number."""
+
+    resolved: bool
+    why: str | None = None
+
+
+@lru_cache(maxsize=1)
+def _shipped() -> Mapping[str, Any]:
+    if not TABLE_PATH.is_file():
+        return {}
+    return json.loads(TABLE_PATH.read_text(encoding="utf-8")).get("resolved", {})
+
+
+def validated_budgets(estimator: str, design: str, table: Mapping[str, Any] | None = None) -> list[float]:
+    """The budgets the validation measured for ``estimator`` and ``design``, ascending."""
+    table = _shipped() if table is None else table
+    return sorted(float(b) for b in table.get(estimator, {}).get(design, {}))
+
+
+def resolution(statistic: str, estimator: str, design: str, fraction: float, n_items: int,
+               *, table: Mapping[str, Any] | None = None) -> Resolution:
+    """Whether ``statistic`` of a grid of ``n_items`` items, estimated by ``estimator`` from cells
+    dealt by ``design`` at ``--budget fraction``, is resolved (module doc)."""
+    table = _shipped() if table is None else table
+    by_budget = table.get(estimator, {}).get(design, {})
+    budgets = sorted(by_budget, key=float)
+    if not budgets:
+        return Resolution(False, f"not resolved: the {design} design is not validated for the {estimator} estimator "
+                                 "(benchmarks/budget_validation.py --write-validity measures it)")
+
+    def ok(budget: str) -> bool:
+        return bool(by_budget[budget].get(statistic, {}).get("resolved", False))
+
+    below = [b for b in budgets if float(b) <= fraction + 1e-9]
+    if below and ok(below[-1]):
+        return Resolution(True)
+    above = [b for b in budgets if float(b) > fraction + 1e-9 and ok(b)]
+    if above:
+        need = float(above[0])
+        return Resolution(False, f"not resolved at --budget {fraction:g} (needs about {math.ceil(need * n_items)} cells "
+                                 f"per instruction; run --budget-extend {need:g})")
+    return Resolution(False, f"not resolved at --budget {fraction:g}: no validated budget of the {design} design "
+                             f"(up to {float(budgets[-1]):g}) resolves it; evaluate the full grid (no --budget)")
