@@ -4,7 +4,8 @@ The full grids: SmolLM2-135M-Instruct (float32), every bank entry of null, gener
 ad hoc, the paper profile's seeded 100-item test sample: the nine tasks zero-shot, and AG News,
 HellaSwag and TweetEval Emotion few-shot (demo set 0, K=6). Their per-item correctness (the primary
 metric: ``acc_per_token``, or ``quasi_exact_match`` for NQ-Open and TriviaQA) is kept in caches
-(``benchmarks/data/budget_grid_smollm2*.json``) that ``--from-runs DIR`` builds from a finished
+(``benchmarks/data/budget_grid_*.json``; a grid of another model, e.g. Qwen2.5-Coder-0.5B-Instruct's
+AG News, is keyed ``<task>:<setting>@<model>``) that ``--from-runs DIR`` builds from a finished
 full sweep (``--rebuild`` reruns the first cache's sweep, about 2 CPU-hours).
 
 For each budget (5, 10, 25% by default), design (uniform, balanced, adaptive) and seed, cells are
@@ -54,13 +55,28 @@ The label scores (every cell's per-label log-likelihoods, the labels' token coun
 cache from a finished full sweep of its grids with ``--add-scores DIR`` (the run's answers must be
 the cache's, cell by cell).
 
-``--write-page docs/validation/budget.md`` also writes the table and the verdicts as a page of the
+Every statistic a report gives for a budgeted grid is checked too (``statistic_checks``), for the
+aggregation's estimator and for the crossed item-response model (the harness reports' estimator;
+on a grid without label scores the two are one): each instruction's accuracy, the instructions'
+min / median / max, the stock prompt's percentile, the sensitivity card's measures
+(``draw_statistics.STATISTICS``) and the instruction-effect SD (from draws of the whole grid,
+``item_response.predictive_grids``; the label scores' fit draws no grids, so it has none), each
+computed draw by draw (estimate: the draws' median; 95% interval: their 2.5 and 97.5% quantiles)
+against the same statistic of the full grid's exact accuracies: bias and interval coverage. Pooled
+over the grids per estimator, design and budget (``statistic_table``), ``budget_validity.RULE``
+says which are resolved (``is_resolved``); ``--write-validity aggregation/budget_validity.json``
+writes that table as the reports read it, so that they abstain where a statistic is not resolved.
+
+``--write-page docs/validation/budget.md`` also writes the tables and the verdicts as a page of the
 documentation site (``validation_page``), stamped with the commit it measured and the command that
-made it.
+made it. ``--save-results FILE`` keeps every run's scores (after each budget and design);
+``--from-results A B ...`` writes the page and the validity file from saved runs of other grids
+under the same settings, measuring nothing (a grid added later is run alone and merged).
 
 Usage:
     python benchmarks/budget_validation.py                       # every cache in benchmarks/data
-    python benchmarks/budget_validation.py --write-page docs/validation/budget.md
+    python benchmarks/budget_validation.py --write-page docs/validation/budget.md --write-validity aggregation/budget_validity.json
+    python benchmarks/budget_validation.py --grids qwen:zs --save-results runs/qwen.json   # then --from-results all.json runs/qwen.json
     python benchmarks/budget_validation.py --seeds 10 --budgets 0.1 --grids agnews:zs,emotion:zs
     python benchmarks/budget_validation.py --from-runs runs/full --cache benchmarks/data/budget_grid_smollm2_more.json --build-only
     python benchmarks/budget_validation.py --add-scores runs/full --cache benchmarks/data/budget_grid_smollm2.json
@@ -84,7 +100,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 CACHE = HERE / "data" / "budget_grid_smollm2.json"
-CACHES = "budget_grid_smollm2*.json"
+CACHES = "budget_grid_*.json"
 TASKS = ("agnews", "hellaswag")
 METHODS = ("null", "generic", "promptsource", "adhoc")
 METRIC = "acc_per_token"
@@ -93,7 +109,7 @@ QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
 SWEEP_ARGS = dict(tasks=list(TASKS), methods=list(METHODS), profile="paper",
                   overrides={"instructions_per_method": 1000, "settings": ["zero_shot", "few_shot"], "n_selections": 1})
 # The full validation's settings (the command-line defaults); a smaller run's page says it is reduced
-DEFAULTS = {"seeds": 3, "draws": 300, "budgets": (0.05, 0.1, 0.25), "designs": ("uniform", "balanced", "adaptive")}
+DEFAULTS = {"seeds": 10, "draws": 300, "budgets": (0.05, 0.1, 0.25), "designs": ("uniform", "balanced", "adaptive")}
 
 
 # ------------------------------------------------------------------------------------ the cache
@@ -245,6 +261,110 @@ class Scores:
     null_coverage: float = float("nan")
     # how many intervals each coverage is over (instructions, methods, quantiles): 0 where unknown
     intervals: tuple[int, int, int] = (0, 0, 0)
+    # the registered name of the estimator that made these estimates (``estimation.ESTIMATORS``), and
+    # every reported statistic of its draws against the full grid (``statistic_checks``)
+    estimator: str = ""
+    statistics: dict[str, StatisticCheck] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class StatisticCheck:
+    """One reported statistic of one budgeted run against the full grid, in points (``stock_percentile``
+    in percent): ``bias`` is the estimate (the draws' median) minus the full grid's value, ``abs_error``
+    its absolute value, ``covered`` the share of the ``n`` 95% intervals that hold the full grid's value
+    (``n`` is the estimated instructions for ``instruction``, else 1), ``truth`` the full grid's value
+    (NaN for ``instruction``), ``width`` the intervals' mean width."""
+
+    bias: float
+    abs_error: float
+    covered: float
+    n: int
+    truth: float
+    width: float
+
+
+LEVEL = 0.95  # the reports' interval level
+
+
+def statistic_checks(draws: np.ndarray, truth: np.ndarray, stock: int | None, estimated: np.ndarray, *,
+                     sd_draws: np.ndarray | None = None, truth_sd: float = float("nan")) -> dict[str, StatisticCheck]:
+    """Every statistic a report gives for a budgeted grid, from the estimator's draws, against the full grid.
+
+    ``draws``: the estimator's predictive draws (``D x m`` accuracies on the full grid); ``truth``: the
+    full grid's exact accuracies (``m``); ``stock``: the stock (null) instruction's row. For each
+    ``draw_statistics.STATISTICS`` entry, the estimate and 95% interval are ``draw_statistics.summarize``
+    of the statistic of every draw and the truth is the same statistic of ``truth``; ``instruction``
+    is each ``estimated`` row's accuracy (the draws' median and percentile interval of its column;
+    bias and error averaged over those rows); ``instruction_sd`` (only with ``sd_draws``: each draw's
+    instruction-effect SD, a fraction, from draws of the whole grid) against ``truth_sd``
+    (``sensitivity_measures.instruction_effect_sd`` of the full grid). A statistic without a value
+    (no stock row: ``stock_percentile``) is left out.
+
+    Example (one instruction beside the stock row, its draws 0.6 to 0.8, exactly 0.7 on the full grid):
+        >>> draws = np.array([[0.5, 0.6], [0.5, 0.7], [0.5, 0.8]])
+        >>> checks = statistic_checks(draws, np.array([0.5, 0.7]), 0, np.array([False, True]))
+        >>> c = checks["instruction"]; round(c.bias, 6), c.covered, c.n
+        (0.0, 1.0, 1)
+        >>> c = checks["spread"]; round(c.truth, 6), round(c.bias, 6), c.covered
+        (20.0, 0.0, 1.0)
+    """
+    from instructeval_aggregation.draw_statistics import STATISTICS, statistic_draws, summarize
+
+    alpha = (1.0 - LEVEL) / 2.0
+
+    def check(estimate: float, low: float, high: float, exact: float, scale: float) -> StatisticCheck:
+        inside = low - 1e-12 <= exact <= high + 1e-12
+        return StatisticCheck(scale * (estimate - exact), scale * abs(estimate - exact), float(inside), 1,
+                              scale * exact, scale * (high - low))
+
+    out: dict[str, StatisticCheck] = {}
+    rows = np.asarray(estimated, dtype=bool)
+    if rows.any():
+        low, mid, high = np.quantile(draws[:, rows], [alpha, 0.5, 1.0 - alpha], axis=0)
+        exact = truth[rows]
+        out["instruction"] = StatisticCheck(
+            100 * float(np.mean(mid - exact)), 100 * float(np.mean(np.abs(mid - exact))),
+            float(np.mean((exact >= low - 1e-12) & (exact <= high + 1e-12))), int(rows.sum()), float("nan"),
+            100 * float(np.mean(high - low)))
+    for name in STATISTICS:
+        exact = float(STATISTICS[name](truth[None, :].astype(np.float64), stock)[0])
+        s = summarize(statistic_draws(name, draws, stock), LEVEL)
+        if np.isfinite(exact) and np.isfinite(s.estimate):
+            out[name] = check(s.estimate, s.low, s.high, exact, 1.0 if name == "stock_percentile" else 100.0)
+    if sd_draws is not None:
+        s = summarize(sd_draws, LEVEL)
+        out["instruction_sd"] = check(s.estimate, s.low, s.high, truth_sd, 100.0)
+    return out
+
+
+def item_response_estimate(cells, n_draws: int, rng: np.random.Generator):
+    """``(budgeted.estimate_grid(cells, n_boot=n_draws, level=LEVEL, rng=rng), each draw's
+    instruction-effect SD)`` for the crossed item-response model, from one set of draws of the whole
+    grid (``item_response.predictive_grids``, whose row means are the estimator's draws): the same
+    estimate that ``estimate_grid`` gives without label scores, draw for draw, and the SD
+    (``draw_statistics.instruction_sd_draws``) of those very draws, as the harness report computes it."""
+    from instructeval_aggregation.budgeted import QUANTILES as QS
+    from instructeval_aggregation.budgeted import GridEstimate
+    from instructeval_aggregation.draw_statistics import instruction_sd_draws
+    from instructeval_tasks.estimation import ESTIMATORS, ITEM_RESPONSE
+    from instructeval_tasks.estimation.item_response import predictive_grids
+
+    fit = ESTIMATORS[ITEM_RESPONSE].fit(cells)
+    accuracies, sds = [], []
+    for grids in predictive_grids(fit.crossed, fit.cells, n_draws, rng):
+        accuracies.append(grids.mean(axis=2))
+        sds.append(instruction_sd_draws(grids))
+    draws, sd = np.concatenate(accuracies), np.concatenate(sds)
+    alpha = (1 - LEVEL) / 2
+
+    def interval(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return np.quantile(values, alpha, axis=0), np.quantile(values, 1 - alpha, axis=0)
+
+    per_draw = np.quantile(draws, QS, axis=1).T  # draws x quantiles
+    p_best = np.bincount(np.argmax(draws, axis=1), minlength=cells.n_rows) / n_draws
+    estimate = GridEstimate(fit, fit.estimates(), draws, *interval(draws), p_best, np.median(per_draw, axis=0),
+                            *interval(per_draw))
+    return estimate, sd
 
 
 def _matrix(grid: dict) -> tuple[np.ndarray, list[str], np.ndarray, list[str]]:
@@ -384,6 +504,7 @@ def evaluate_grid(grid: dict, fraction: float, seed: int, n_draws: int, key: str
     from instructeval_aggregation.bootstrap import rng_for
     from instructeval_aggregation.budgeted import QUANTILES as QS
     from instructeval_aggregation.budgeted import estimate_grid
+    from instructeval_aggregation.sensitivity_measures import instruction_effect_sd
     from instructeval_tasks.estimation.item_response import Cells
 
     y, names, method_of, methods = _matrix(grid)
@@ -395,8 +516,12 @@ def evaluate_grid(grid: dict, fraction: float, seed: int, n_draws: int, key: str
     cells = Cells(rows, cols, y[rows, cols], m, n, method_of, grid_classes(grid))
     choice = choice_grid_of(grid, cells)
     seeded = lambda: rng_for("budget-validation", key, fraction, seed, design)  # noqa: E731
-    est = estimate_grid(cells, n_boot=n_draws, level=0.95, rng=seeded(), choice=choice)
+    # the crossed model's estimate with its draws' instruction-effect SDs (its draws as estimate_grid's)
+    crossed_est, crossed_sd = item_response_estimate(cells, n_draws, seeded())
+    est = estimate_grid(cells, n_boot=n_draws, level=0.95, rng=seeded(), choice=choice) if choice else crossed_est
     truth = y.mean(axis=1)
+    truth_sd = instruction_effect_sd(y)
+    stock = next((i for i, row in enumerate(grid["rows"]) if row["method"] == "null"), None)
     share = cells.y.size / (m * n)
     estimated = [k for k, method in enumerate(methods) if method not in full_methods]
 
@@ -407,15 +532,18 @@ def evaluate_grid(grid: dict, fraction: float, seed: int, n_draws: int, key: str
 
     row_methods = [methods[k] for k in method_of]
     contrasts = lambda values, draws: score_contrasts(values, truth, row_methods, [methods[k] for k in estimated], draws)  # noqa: E731
-    def scored(e) -> Scores:
+    def scored(e, sd_draws: np.ndarray | None) -> Scores:
         interval = (e.quantile_low, e.quantile_high) if e.replicates is not None else None
+        checks = statistic_checks(e.replicates, truth, stock, np.isin(method_of, estimated), sd_draws=sd_draws,
+                                  truth_sd=truth_sd) if e.replicates is not None else {}
         return dataclasses.replace(score_estimates(e.point, e.quantiles, truth, method_of, estimated, share=share,
                                                    draws=e.replicates, quantile_interval=interval),
-                                   **contrasts(e.point, e.replicates))
+                                   **contrasts(e.point, e.replicates), estimator=e.fit.name, statistics=checks)
 
-    model = scored(est)
+    # the label scores' fit draws accuracies only, not whole grids: no instruction-effect SD there
+    model = scored(est, None if choice else crossed_sd)
     # where the grid has label scores, the crossed item-response model on the same cells, beside
-    crossed = {"item-resp": scored(estimate_grid(cells, n_boot=n_draws, level=0.95, rng=seeded()))} if choice else {}
+    crossed = {"item-resp": scored(crossed_est, crossed_sd)} if choice else {}
     if design in ("adaptive", "extended"):  # the later rounds choose cells by their scores: the subset is biased
         return {"model": model, **crossed}
     subset = np.array([y[i, chosen[name]].mean() for i, name in enumerate(names)])
@@ -529,12 +657,19 @@ def known_items_estimate(y: np.ndarray, chosen: list[list[int]]) -> np.ndarray:
     return out
 
 
+MODEL = "smollm2"  # the benchmark's own model: its grids' keys name no model
+
+
 def load_caches(paths: list[Path]) -> dict[str, dict]:
-    """Every grid of the caches, keyed ``<task>:<setting code>``; a key in two caches is an error."""
+    """Every grid of the caches, keyed ``<task>:<setting code>``, or ``<task>:<setting code>@<model>``
+    for a cache of another model than ``MODEL`` (its ``model``); a key in two caches is an error."""
     grids: dict[str, dict] = {}
     for path in paths:
         data = json.loads(path.read_text(encoding="utf-8"))
+        models = data.get("model") or [MODEL]
+        suffix = "" if models == [MODEL] else "@" + "+".join(models)
         for key, grid in data["grids"].items():
+            key += suffix
             if key in grids:
                 raise SystemExit(f"{path}: grid {key} is also in another cache")
             grids[key] = {**grid, "metric": grid.get("metric", data.get("metric")), "cache": path.name}
@@ -573,6 +708,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write-page", type=Path, default=None, metavar="FILE",
                         help="also write the table and the verdicts as a documentation page, stamped with the commit "
                              "measured and this command (e.g. docs/validation/budget.md)")
+    parser.add_argument("--write-validity", type=Path, default=None, metavar="FILE",
+                        help="also write which statistics each estimator, design and budget resolves, as the reports "
+                             "read it (aggregation/budget_validity.json)")
+    parser.add_argument("--save-results", type=Path, default=None, metavar="FILE",
+                        help="also save every run's scores (JSON), for --from-results")
+    parser.add_argument("--from-results", type=Path, nargs="+", default=None, metavar="FILE",
+                        help="measure nothing: the table, the page and the validity file from runs saved by "
+                             "--save-results (the same settings, other grids), merged")
     parser.add_argument("--work", type=Path, default=ROOT / "runs" / "budget_grid")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
@@ -600,6 +743,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"skip: no cache in {HERE / 'data'}; build one with --rebuild (or --from-runs DIR)")
         return 0
     grids = load_caches(paths)
+    shipped = sorted(grids)
+    if args.from_results:
+        return report_saved(args, grids, shipped, argv)
     if args.grids:
         unknown = sorted(set(args.grids.split(",")) - set(grids))
         if unknown:
@@ -622,7 +768,20 @@ def main(argv: list[str] | None = None) -> int:
     print("-" * len(header))
     started = time.monotonic()
     results: dict[tuple[float, str, str, str], list[Scores]] = {}
-    stamp = git_stamp() if args.write_page else ""  # the code measured: before anything is written
+    # the code measured: before anything is written
+    stamp = git_stamp() if args.write_page or args.write_validity or args.save_results else ""
+    settings = {"seeds": args.seeds, "budgets": budgets, "designs": designs, "grids": sorted(grids),
+                "draws": args.draws, "min_items": args.min_items, "full_methods": list(full_methods),
+                "simulated": args.simulated, "extend_from": args.extend_from,
+                "caches": [caches[name] for name in sorted({grid["cache"] for grid in grids.values()})]}
+    command = shlex.join(["python", "benchmarks/budget_validation.py", *(sys.argv[1:] if argv is None else argv)])
+
+    def save(seconds: float) -> None:
+        if args.save_results:
+            args.save_results.parent.mkdir(parents=True, exist_ok=True)
+            document = results_document(results, stamp=stamp, command=command, settings=settings, seconds=seconds)
+            args.save_results.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+
     for fraction in budgets:
         for design in designs:
             if design == "extended" and fraction <= args.extend_from:
@@ -643,20 +802,104 @@ def main(argv: list[str] | None = None) -> int:
                 if pooled:
                     _row(fraction, "all grids", design, name, pooled)
             print()
-    verdicts = _verdicts(results, sorted(grids), {key: allocation_gain(_matrix(grid)[0]) for key, grid in grids.items()})
+            save(time.monotonic() - started)  # each budget and design as it ends: a stopped run keeps them
     seconds = time.monotonic() - started
     print(f"({args.seeds} seeds per budget and design, {args.draws} predictive draws per fit; {seconds:.0f} s)")
+    save(seconds)
+    if args.save_results:
+        print(f"results saved: {args.save_results}")
+    report(args, results, grids, settings, shipped, stamp=stamp, command=command, seconds=seconds,
+           full=_is_full_run(args, budgets, designs))
+    return 0
+
+
+def report(args: argparse.Namespace, results: dict, grids: dict[str, dict], settings: dict, shipped: list[str], *,
+           stamp: str, command: str, seconds: float | None, full: bool, parts: list[dict] | None = None) -> None:
+    """The verdicts and the statistics' table on the terminal; the page (``--write-page``) and the
+    validity file (``--write-validity``) where asked."""
+    verdicts = _verdicts(results, settings["grids"],
+                         {key: allocation_gain(_matrix(grids[key])[0]) for key in settings["grids"] if key in grids})
+    statistics = statistic_table(results, settings["grids"])
+    print()
+    for line in statistic_summary_lines(statistics):
+        print(line)
+    for estimator, design in dict.fromkeys((e, d) for (e, d, _, _) in statistics):
+        print(f"\n{estimator}, {design} design:")
+        for line in statistic_table_lines(statistics, estimator, design):
+            print(line)
     if args.write_page:
-        settings = {"seeds": args.seeds, "budgets": budgets, "designs": designs, "grids": sorted(grids),
-                    "draws": args.draws, "min_items": args.min_items, "full_methods": list(full_methods),
-                    "simulated": args.simulated, "extend_from": args.extend_from,
-                    "caches": [caches[name] for name in sorted({grid["cache"] for grid in grids.values()})]}
-        command = shlex.join(["python", "benchmarks/budget_validation.py", *(sys.argv[1:] if argv is None else argv)])
         page = validation_page(results, settings=settings, command=command, stamp=stamp, verdicts=verdicts,
-                               seconds=seconds, full=_is_full_run(args, budgets, designs))
+                               seconds=seconds, full=full, statistics=statistics,
+                               reduced=reductions(settings, shipped), parts=parts)
         args.write_page.parent.mkdir(parents=True, exist_ok=True)
         args.write_page.write_text(page, encoding="utf-8")
         print(f"page written: {args.write_page}")
+    if args.write_validity:
+        document = validity_document(statistics, stamp=stamp, command=command, settings=settings)
+        args.write_validity.parent.mkdir(parents=True, exist_ok=True)
+        args.write_validity.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+        print(f"validity written: {args.write_validity}")
+
+
+# the settings two saved runs must share to be merged (their grids differ)
+MERGED_SETTINGS = ("seeds", "budgets", "designs", "draws", "min_items", "full_methods", "simulated", "extend_from")
+
+
+def results_document(results: dict, *, stamp: str, command: str, settings: dict, seconds: float | None) -> dict:
+    """Every run's scores (``--save-results``), with the commit, command and settings that made them."""
+    return {"stamp": stamp, "command": command, "settings": settings, "seconds": seconds,
+            "results": [{"budget": fraction, "design": design, "grid": key, "estimator": name,
+                         "scores": [dataclasses.asdict(s) for s in scores]}
+                        for (fraction, design, key, name), scores in results.items()]}
+
+
+def load_results(paths: list[Path]) -> tuple[dict, dict, list[dict]]:
+    """``(results, settings, parts)`` merged from saved runs (``results_document``): their settings
+    must agree but for the grids, and no grid may be in two of them."""
+    results: dict[tuple[float, str, str, str], list[Scores]] = {}
+    settings: dict = {}
+    parts: list[dict] = []
+    for path in paths:
+        try:
+            document = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            raise SystemExit(f"--from-results {path}: not a file saved by --save-results ({error})") from None
+        mine = document["settings"]
+        if settings:
+            differ = [f"{k} {mine.get(k)!r} vs {settings.get(k)!r}" for k in MERGED_SETTINGS if mine.get(k) != settings.get(k)]
+            if differ:
+                raise SystemExit(f"--from-results {path}: measured with other settings than {paths[0]} "
+                                 f"({'; '.join(differ)}); rerun it with the same options")
+            shared = sorted(set(mine["grids"]) & set(settings["grids"]))
+            if shared:
+                raise SystemExit(f"--from-results {path}: grid {', '.join(shared)} is also in an earlier file; "
+                                 "give each grid's run once")
+            settings = {**settings, "grids": sorted(settings["grids"] + mine["grids"]),
+                        "caches": sorted(set(settings["caches"]) | set(mine["caches"]))}
+        else:
+            settings = dict(mine)
+        parts.append({"stamp": document["stamp"], "command": document["command"], "grids": mine["grids"],
+                      "seconds": document.get("seconds")})
+        for entry in document["results"]:
+            scores = [Scores(**{**s, "intervals": tuple(s["intervals"]),
+                                "statistics": {k: StatisticCheck(**c) for k, c in s["statistics"].items()}})
+                      for s in entry["scores"]]
+            results[(float(entry["budget"]), entry["design"], entry["grid"], entry["estimator"])] = scores
+    return results, settings, parts
+
+
+def report_saved(args: argparse.Namespace, grids: dict[str, dict], shipped: list[str], argv: list[str] | None) -> int:
+    """``--from-results``: the report of saved runs, measuring nothing."""
+    results, settings, parts = load_results(args.from_results)
+    unknown = sorted(set(settings["grids"]) - set(grids))
+    if unknown:
+        raise SystemExit(f"--from-results: grid {', '.join(unknown)} is in no cache of {HERE / 'data'}")
+    command = shlex.join(["python", "benchmarks/budget_validation.py", *(sys.argv[1:] if argv is None else argv)])
+    stamps = {part["stamp"] for part in parts}
+    stamp = stamps.pop() if len(stamps) == 1 else "; ".join(part["stamp"] for part in parts)
+    full = (not args.cache and set(settings["grids"]) >= set(shipped) and not reductions(settings, shipped))
+    report(args, results, grids, settings, shipped, stamp=stamp, command=command,
+           seconds=sum(part["seconds"] or 0 for part in parts), full=full, parts=parts if len(parts) > 1 else None)
     return 0
 
 
@@ -848,6 +1091,204 @@ def _verdicts(results: dict, keys: list[str], gains: dict[str, float] | None = N
     return lines
 
 
+# ------------------------------------------------------------------------------------ every reported statistic
+
+
+# the results' entries whose statistics are validated: the aggregation's estimator and the crossed
+# model beside it (the harness reports' estimator); each Scores names its estimator
+STATISTIC_ENTRIES = ("model", "item-resp")
+# the statistics in the order the tables list them
+STATISTIC_ORDER = ("instruction", "min", "median", "max", "stock_percentile", "avgp", "maxp", "minp", "spread", "cps",
+                   "q05", "q25", "q50", "q75", "q95", "instruction_sd")
+
+
+@dataclasses.dataclass(frozen=True)
+class StatisticRow:
+    """One statistic of one estimator, design and budget, pooled over the grids' runs (seeds):
+    ``coverage`` is the share of all intervals that hold the full grid's value, ``grid_coverage`` each
+    grid's share and ``worst_grid`` the grid of the lowest; ``bias`` and ``abs_error`` the runs' means
+    (points); ``median_relative_bias`` (``instruction_sd`` only) the median of ``bias / truth`` over the
+    runs whose full-grid value is at least ``RULE["sd_floor_points"]`` (None where none is);
+    ``resolved`` is ``is_resolved``."""
+
+    coverage: float
+    grid_coverage: dict[str, float]
+    worst_grid: str
+    bias: float
+    abs_error: float
+    width: float
+    median_relative_bias: float | None
+    runs: int
+    resolved: bool
+
+    @property
+    def worst_grid_coverage(self) -> float:
+        return self.grid_coverage[self.worst_grid]
+
+
+def is_resolved(statistic: str, coverage: float, worst_grid_coverage: float, median_relative_bias: float | None,
+                rule: dict | None = None) -> bool:
+    """``budget_validity.RULE``: pooled coverage at least ``coverage_low`` (above ``coverage_high`` the
+    intervals are conservative: still resolved), every grid's at least ``grid_coverage_low``, and for
+    ``instruction_sd`` a median relative bias within ``sd_bias`` where any grid's SD is at least
+    ``sd_floor_points`` (``median_relative_bias`` None: no such run, no bias condition).
+
+    Example:
+        >>> is_resolved("max", 0.93, 0.90, None), is_resolved("max", 0.99, 0.80, None)
+        (True, False)
+        >>> is_resolved("instruction_sd", 0.95, 0.9, -0.35), is_resolved("instruction_sd", 0.95, 0.9, -0.15)
+        (False, True)
+    """
+    from instructeval_aggregation.budget_validity import RULE
+
+    rule = RULE if rule is None else rule
+    ok = coverage >= rule["coverage_low"] - 1e-9 and worst_grid_coverage >= rule["grid_coverage_low"] - 1e-9
+    if statistic == "instruction_sd" and median_relative_bias is not None:
+        ok = ok and abs(median_relative_bias) <= rule["sd_bias"] + 1e-9
+    return bool(ok)
+
+
+def statistic_row(statistic: str, by_grid: dict[str, list[StatisticCheck]], rule: dict | None = None) -> StatisticRow:
+    """The pooled row of one statistic from each grid's runs (``StatisticRow``)."""
+    from instructeval_aggregation.budget_validity import RULE
+
+    rule = RULE if rule is None else rule
+    checks = [c for runs in by_grid.values() for c in runs]
+    share = lambda runs: sum(c.covered * c.n for c in runs) / sum(c.n for c in runs)  # noqa: E731
+    grid_coverage = {key: float(share(runs)) for key, runs in sorted(by_grid.items())}
+    worst = min(grid_coverage, key=lambda key: (grid_coverage[key], key))
+    relative = [c.bias / c.truth for c in checks if statistic == "instruction_sd" and c.truth >= rule["sd_floor_points"]]
+    median_relative = float(np.median(relative)) if relative else None
+    coverage = float(share(checks))
+    return StatisticRow(coverage, grid_coverage, worst, float(np.mean([c.bias for c in checks])),
+                        float(np.mean([c.abs_error for c in checks])), float(np.mean([c.width for c in checks])),
+                        median_relative, len(checks),
+                        is_resolved(statistic, coverage, grid_coverage[worst], median_relative, rule))
+
+
+def statistic_table(results: dict, keys: list[str] | None = None) -> dict[tuple[str, str, float, str], StatisticRow]:
+    """``(estimator, design, budget, statistic) -> StatisticRow`` over the grids ``keys`` (default all),
+    the estimator by its registered name (``Scores.estimator``: the label scores' model where a grid has
+    them, ``item-response`` on every grid), in the tables' order."""
+    from instructeval_tasks.estimation import ESTIMATORS
+
+    groups: dict[tuple[str, str, float, str], dict[str, list[StatisticCheck]]] = {}
+    for (fraction, design, key, entry), scores in results.items():
+        if entry not in STATISTIC_ENTRIES or (keys is not None and key not in keys):
+            continue
+        for s in scores:
+            for statistic, check in s.statistics.items():
+                groups.setdefault((s.estimator, design, fraction, statistic), {}).setdefault(key, []).append(check)
+    names = list(ESTIMATORS)[::-1]  # item-response first: it serves every grid and the harness reports
+    designs = list(dict.fromkeys(design for (_, design, _, _) in groups))
+
+    def order(group: tuple[str, str, float, str]) -> tuple:
+        estimator, design, fraction, statistic = group
+        return (names.index(estimator) if estimator in names else len(names), estimator, designs.index(design),
+                STATISTIC_ORDER.index(statistic) if statistic in STATISTIC_ORDER else len(STATISTIC_ORDER), statistic,
+                fraction)
+
+    return {group: statistic_row(group[3], groups[group]) for group in sorted(groups, key=order)}
+
+
+def budget_key(fraction: float) -> str:
+    """A budget as ``budget_validity.json`` keys it: ``0.05``, ``0.1``, ``0.25``."""
+    return f"{fraction:g}"
+
+
+def validity_document(table: dict[tuple[str, str, float, str], StatisticRow], *, stamp: str, command: str,
+                      settings: dict) -> dict:
+    """``aggregation/budget_validity.json`` (``budget_validity``'s module doc): the commit measured, the
+    command, the settings, ``budget_validity.RULE`` and, per estimator, design, budget and statistic,
+    the pooled coverage, the worst grid's, the SD's median relative bias and ``resolved``."""
+    from instructeval_aggregation.budget_validity import RULE
+
+    resolved: dict[str, dict[str, dict[str, dict[str, dict]]]] = {}
+    for (estimator, design, fraction, statistic), row in table.items():
+        resolved.setdefault(estimator, {}).setdefault(design, {}).setdefault(budget_key(fraction), {})[statistic] = {
+            "coverage": round(row.coverage, 4), "worst_grid_coverage": round(row.worst_grid_coverage, 4),
+            "worst_grid": row.worst_grid,
+            "median_relative_bias": None if row.median_relative_bias is None else round(row.median_relative_bias, 4),
+            "resolved": row.resolved}
+    return {"measured_at": stamp, "command": command,
+            "settings": {k: v for k, v in settings.items() if k != "caches"}, "rule": dict(RULE), "resolved": resolved}
+
+
+STATISTIC_COLUMNS = ("statistic", "budget", "coverage", "worst grid", "bias", "abs err", "SD rel. bias", "width",
+                     "runs", "resolved")
+
+STATISTIC_LEGEND = """\
+Every statistic a report gives for a budgeted grid, computed draw by draw from the estimator's
+predictive draws (`aggregation/draw_statistics.py`: the estimate is the draws' median, the 95%
+interval their 2.5 and 97.5% quantiles), against the same statistic of the full grid's exact
+accuracies:
+
+- **instruction**: each estimated instruction's accuracy (the fully evaluated null instruction is
+  exact and not counted); **min**, **median**, **max**: across the instructions other than the stock
+  (null) one; **stock_percentile**: the stock score's mid-rank percentile among them (in percent);
+  **avgp**, **maxp**, **minp**, **spread**, **cps**, **q05** ... **q95**: the sensitivity card's
+  measures over every instruction; **instruction_sd**: the instruction-effect SD beyond item noise
+  (`sensitivity_measures.instruction_effect_sd`), from draws of the whole grid
+  (`item_response.predictive_grids`). The label scores' fit (`choice scores`) draws accuracies, not
+  whole grids: it has no instruction_sd row.
+- **coverage**: the share of the 95% intervals, over every grid and seed (and instruction), that
+  hold the full grid's value; **worst grid**: the lowest grid's coverage and its name.
+- **bias**: the mean of estimate minus full-grid value (accuracy points; percentile points for
+  stock_percentile); **abs err**: its mean absolute value; **SD rel. bias**: instruction_sd's median
+  of bias / full-grid value over the runs whose full-grid SD is at least {floor:g} point (`-`: none);
+  **width**: the intervals' mean width; **runs**: the grid x seed runs pooled.
+- **resolved** (`aggregation/budget_validity.py`, `RULE`): pooled coverage at least {low:.0%} and every
+  grid's at least {grid:.0%}, and for instruction_sd the median relative bias within +-{sd:.0%};
+  a coverage above {high:.0%} is still resolved but conservative (marked *wide*). A report prints a
+  statistic at a budget only where this table resolves it (`aggregation/budget_validity.json`,
+  written with this page by `--write-validity`), and says `not resolved` elsewhere."""
+
+
+def statistic_summary_lines(table: dict[tuple[str, str, float, str], StatisticRow]) -> list[str]:
+    """Per estimator, design and budget: which statistics are resolved (a Markdown table)."""
+    lines = ["| estimator | design | budget | resolved | not resolved |", "|:---|:---|---:|:---|:---|"]
+    cells: dict[tuple[str, str, float], tuple[list[str], list[str]]] = {}
+    for (estimator, design, fraction, statistic), row in table.items():
+        yes, no = cells.setdefault((estimator, design, fraction), ([], []))
+        (yes if row.resolved else no).append(statistic)
+    for (estimator, design, fraction), (yes, no) in cells.items():  # in the table's order
+        lines.append(f"| {estimator} | {design} | {fraction:.0%} | {', '.join(yes) or '-'} | {', '.join(no) or '-'} |")
+    return lines
+
+
+def statistic_table_lines(table: dict[tuple[str, str, float, str], StatisticRow], estimator: str, design: str,
+                          rule: dict | None = None) -> list[str]:
+    """One estimator's and design's rows (statistic x budget) as a Markdown table."""
+    from instructeval_aggregation.budget_validity import RULE
+
+    rule = RULE if rule is None else rule
+    lines = ["| " + " | ".join(STATISTIC_COLUMNS) + " |",
+             "|" + "|".join(":---" if c in ("statistic", "worst grid", "resolved") else "---:" for c in STATISTIC_COLUMNS) + "|"]
+    for (name, d, fraction, statistic), row in table.items():
+        if name != estimator or d != design:
+            continue
+        wide = " *wide*" if row.coverage > rule["coverage_high"] + 1e-9 else ""
+        relative = "-" if row.median_relative_bias is None else f"{row.median_relative_bias:+.0%}"
+        lines.append(f"| {statistic} | {fraction:.0%} | {row.coverage:.1%}{wide} | {row.worst_grid_coverage:.0%} "
+                     f"({row.worst_grid}) | {row.bias:+.2f} | {row.abs_error:.2f} | "
+                     f"{relative if statistic == 'instruction_sd' else ''} | {row.width:.2f} | {row.runs} | "
+                     f"{'yes' if row.resolved else 'no'} |")
+    return lines
+
+
+def statistic_section(table: dict[tuple[str, str, float, str], StatisticRow]) -> list[str]:
+    """The page's first section: which statistics each design resolves, then every row."""
+    from instructeval_aggregation.budget_validity import RULE
+
+    lines = ["## Every reported statistic", "",
+             STATISTIC_LEGEND.format(floor=RULE["sd_floor_points"], low=RULE["coverage_low"], high=RULE["coverage_high"],
+                                     grid=RULE["grid_coverage_low"], sd=RULE["sd_bias"]), "",
+             "### Resolved where", "", *statistic_summary_lines(table), ""]
+    for estimator, design in dict.fromkeys((e, d) for (e, d, _, _) in table):
+        lines += [f"### {estimator}, {design} design", "", *statistic_table_lines(table, estimator, design), ""]
+    return lines
+
+
 # ------------------------------------------------------------------------------------ the page
 
 
@@ -887,7 +1328,8 @@ def table_rows(results: dict, budgets: list[float], designs: list[str], keys: li
                     yield fraction, "all grids", design, name, pooled
 
 
-FULL_COMMAND = "python benchmarks/budget_validation.py --write-page docs/validation/budget.md"
+FULL_COMMAND = ("python benchmarks/budget_validation.py --write-page docs/validation/budget.md "
+                "--write-validity aggregation/budget_validity.json")
 
 LEGEND = """\
 - **estimator**: `model` is the aggregation's estimator (the label scores' model where a grid has
@@ -907,36 +1349,56 @@ LEGEND = """\
 
 
 def validation_page(results: dict, *, settings: dict, command: str, stamp: str, verdicts: list[str],
-                    seconds: float | None = None, full: bool = False, date: str | None = None) -> str:
+                    seconds: float | None = None, full: bool = False, date: str | None = None,
+                    statistics: dict | None = None, reduced: list[str] | None = None,
+                    parts: list[dict] | None = None) -> str:
     """The table and the verdicts of a run as a Markdown page of the documentation site, stamped with
     the commit measured (``git_stamp``) and the command that made it. ``settings``: ``seeds``,
     ``budgets``, ``designs``, ``grids`` (keys, in order), ``draws``, ``min_items``, ``full_methods``,
-    ``simulated``, ``caches`` (one description each). A run smaller than the benchmark's defaults
-    (``full`` false) says so and gives the command of the full one."""
+    ``simulated``, ``caches`` (one description each). ``statistics`` (``statistic_table``) comes first,
+    as the page's answer. A run smaller than the benchmark's defaults (``full`` false) says so, how
+    (``reduced``: one phrase per difference, ``reductions``), and gives the command of the full one.
+    A page merged from saved runs (``--from-results``) lists each of its ``parts`` (``stamp``,
+    ``command``, ``grids``, ``seconds``) with the command that merged them (``command``)."""
     date = date or datetime.date.today().isoformat()
     took = f", in {seconds:.0f} s" if seconds is not None else ""
-    head, _, dirty = stamp.partition(" ")
-    commit = stamp if stamp == UNKNOWN_COMMIT else f"commit `{head}`" + (f" {dirty}" if dirty else "")
+
+    def commit_of(stamp: str) -> str:
+        head, _, dirty = stamp.partition(" ")
+        return stamp if stamp == UNKNOWN_COMMIT else f"commit `{head}`" + (f" {dirty}" if dirty else "")
+
     budgets = ", ".join(f"{b:.0%}" for b in settings["budgets"])
     full_methods = ",".join(settings["full_methods"]) or "''"
     lines = ["# Budgeted estimates against full grids", "",
-             "*Generated by `benchmarks/budget_validation.py --write-page`: edit the script or rerun it, not this page.*",
-             "", f"Measured at {commit} on {date}{took}, by", "", "```bash", command, "```", "",
-             f"**Settings:** {settings['seeds']} seed{'s' if settings['seeds'] != 1 else ''} per budget and design; "
-             f"budgets {budgets}; designs {', '.join(settings['designs'])}; grids {', '.join(settings['grids'])}; "
-             f"{settings['draws']} predictive draws per fit; `--budget-min-items {settings['min_items']}`; "
-             f"`--budget-full-methods {full_methods}`; the reference `simulated` "
-             f"{'on' if settings['simulated'] else 'off'}.", "",
-             "**Full grids:** " + "; ".join(settings["caches"]) + " (`benchmarks/data`).", ""]
+             "*Generated by `benchmarks/budget_validation.py --write-page`: edit the script or rerun it, not this page.*", ""]
+    if parts:
+        lines += [f"Measured on {date} in {len(parts)} runs, merged by the last command:", ""]
+        lines += [f"- {commit_of(part['stamp'])}, grids {', '.join(part['grids'])}"
+                  + (f", in {part['seconds']:.0f} s" if part.get("seconds") is not None else "") for part in parts]
+        lines += ["", "```bash", *(part["command"] for part in parts), command, "```", ""]
+    else:
+        lines += [f"Measured at {commit_of(stamp)} on {date}{took}, by", "", "```bash", command, "```", ""]
+    lines += [f"**Settings:** {settings['seeds']} seed{'s' if settings['seeds'] != 1 else ''} per budget and design; "
+              f"budgets {budgets}; designs {', '.join(settings['designs'])}; grids {', '.join(settings['grids'])}; "
+              f"{settings['draws']} predictive draws per fit; `--budget-min-items {settings['min_items']}`; "
+              f"`--budget-full-methods {full_methods}`; the reference `simulated` "
+              f"{'on' if settings['simulated'] else 'off'}.", "",
+              "**Full grids:** " + "; ".join(settings["caches"]) + " (`benchmarks/data`).", ""]
     if full:
         lines += ["To regenerate this page, rerun its command.", ""]
     else:
+        how = (f"This run is reduced from the benchmark's defaults: {'; '.join(reduced)}." if reduced else
+               "These settings are smaller than the benchmark's defaults: the table is a sample of the "
+               "validation, not its result (a single seed's errors and coverages vary far more than their "
+               "means over seeds).")
         lines += ['!!! note "A reduced run"',
-                  "    These settings are smaller than the benchmark's defaults: the table is a sample of the "
-                  "validation, not its result (a single seed's errors and coverages vary far more than their "
-                  "means over seeds). The full table (every cache, budgets 5, 10 and 25%, the uniform, balanced "
-                  "and adaptive designs, 3 seeds, the reference `simulated`) takes several CPU hours:", "",
+                  f"    {how} The full table (every cache, budgets "
+                  + ", ".join(f"{b:.0%}" for b in DEFAULTS["budgets"]) + ", the "
+                  + ", ".join(DEFAULTS["designs"]) + f" designs, {DEFAULTS['seeds']} seeds, {DEFAULTS['draws']} draws, "
+                  "the reference `simulated`) takes several CPU hours:", "",
                   "    ```bash", f"    {FULL_COMMAND}", "    ```", ""]
+    if statistics:
+        lines += statistic_section(statistics)
     lines += ["## The table", "", LEGEND, ""]
     lines.append("| " + " | ".join(COLUMNS) + " |")
     lines.append("|" + "|".join("---:" if align == ">" else ":---" for _, align in COLUMNS.values()) + "|")
@@ -947,6 +1409,33 @@ def validation_page(results: dict, *, settings: dict, command: str, stamp: str, 
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "## Targets", "", "```text", *verdicts, "```", ""]
     return "\n".join(lines)
+
+
+def reductions(settings: dict, shipped: list[str]) -> list[str]:
+    """How a run's ``settings`` fall short of the benchmark's defaults (``DEFAULTS``, every grid of
+    ``shipped``), one phrase each; empty for a full run.
+
+    Example:
+        >>> reductions({"seeds": 10, "draws": 200, "simulated": False, "budgets": [0.05, 0.1, 0.25],
+        ...             "designs": ["uniform", "balanced", "adaptive"], "grids": ["a"]}, ["a", "b"])
+        ['200 predictive draws per fit instead of 300', 'the reference `simulated` off', 'grids a (of a, b)']
+    """
+    out = []
+    if settings["seeds"] < DEFAULTS["seeds"]:
+        out.append(f"{settings['seeds']} seeds instead of {DEFAULTS['seeds']}")
+    if settings["draws"] < DEFAULTS["draws"]:
+        out.append(f"{settings['draws']} predictive draws per fit instead of {DEFAULTS['draws']}")
+    if not settings["simulated"]:
+        out.append("the reference `simulated` off")
+    missing = [f"{b:.0%}" for b in DEFAULTS["budgets"] if b not in settings["budgets"]]
+    if missing:
+        out.append(f"budgets without {', '.join(missing)}")
+    missing = [d for d in DEFAULTS["designs"] if d not in settings["designs"]]
+    if missing:
+        out.append(f"designs without {', '.join(missing)}")
+    if set(shipped) - set(settings["grids"]):
+        out.append(f"grids {', '.join(settings['grids'])} (of {', '.join(shipped)})")
+    return out
 
 
 def _is_full_run(args: argparse.Namespace, budgets: list[float], designs: list[str]) -> bool:
