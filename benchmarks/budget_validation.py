@@ -1276,14 +1276,44 @@ def statistic_table_lines(table: dict[tuple[str, str, float, str], StatisticRow]
     return lines
 
 
-def statistic_section(table: dict[tuple[str, str, float, str], StatisticRow]) -> list[str]:
+def grid_rule_chance(seeds: int, grids: int, rule: dict | None = None) -> tuple[float, float]:
+    """The chance that intervals of exactly 95% coverage fail the rule's per-grid coverage
+    (``grid_coverage_low``) on one grid of ``seeds`` runs of one statistic, and on at least one of
+    ``grids`` grids (runs independent): how often a statistic whose intervals are right is called
+    not resolved by the per-grid condition alone.
+
+    Example (10 seeds: 8 of 10 or fewer):
+        >>> [round(p, 3) for p in grid_rule_chance(10, 12)]
+        [0.086, 0.661]
+    """
+    import math
+
+    from scipy.stats import binom
+
+    from instructeval_aggregation.budget_validity import RULE
+
+    rule = RULE if rule is None else rule
+    below = math.ceil(rule["grid_coverage_low"] * seeds - 1e-9) - 1  # the most covered runs that still fail
+    one = float(binom.cdf(below, seeds, 0.95)) if below >= 0 else 0.0
+    return one, 1.0 - (1.0 - one) ** grids
+
+
+def statistic_section(table: dict[tuple[str, str, float, str], StatisticRow], settings: dict | None = None) -> list[str]:
     """The page's first section: which statistics each design resolves, then every row."""
     from instructeval_aggregation.budget_validity import RULE
 
     lines = ["## Every reported statistic", "",
              STATISTIC_LEGEND.format(floor=RULE["sd_floor_points"], low=RULE["coverage_low"], high=RULE["coverage_high"],
-                                     grid=RULE["grid_coverage_low"], sd=RULE["sd_bias"]), "",
-             "### Resolved where", "", *statistic_summary_lines(table), ""]
+                                     grid=RULE["grid_coverage_low"], sd=RULE["sd_bias"]), ""]
+    if settings:
+        one, some = grid_rule_chance(settings["seeds"], len(settings["grids"]))
+        lines += [f"With {settings['seeds']} seeds a grid's coverage of one statistic counts {settings['seeds']} "
+                  f"intervals: intervals that hold the full grid's value exactly 95% of the time fall below "
+                  f"{RULE['grid_coverage_low']:.0%} on a grid with probability {one:.1%}, and on at least one of "
+                  f"{len(settings['grids'])} grids with probability {some:.0%}, so the per-grid condition calls some "
+                  "statistics whose intervals are right not resolved; the pooled coverage and the worst grid's "
+                  "count say which.", ""]
+    lines += ["### Resolved where", "", *statistic_summary_lines(table), ""]
     for estimator, design in dict.fromkeys((e, d) for (e, d, _, _) in table):
         lines += [f"### {estimator}, {design} design", "", *statistic_table_lines(table, estimator, design), ""]
     return lines
@@ -1398,7 +1428,7 @@ def validation_page(results: dict, *, settings: dict, command: str, stamp: str, 
                   "the reference `simulated`) takes several CPU hours:", "",
                   "    ```bash", f"    {FULL_COMMAND}", "    ```", ""]
     if statistics:
-        lines += statistic_section(statistics)
+        lines += statistic_section(statistics, settings)
     lines += ["## The table", "", LEGEND, ""]
     lines.append("| " + " | ".join(COLUMNS) + " |")
     lines.append("|" + "|".join("---:" if align == ">" else ":---" for _, align in COLUMNS.values()) + "|")
