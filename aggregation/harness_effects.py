@@ -12,36 +12,36 @@ Per (model, harness task, placement, n-shot), over the instructions (the null on
 - the **instruction-effect SD beyond item noise** (``sensitivity_measures.instruction_effect_sd``,
   a two-way random-effects fit of the per-item scores) with the sensitivity card's two-way
   bootstrap interval;
-- a **paired permutation test** of "no instruction matters": under that hypothesis an item's scores
-  are exchangeable across instructions, so each replicate permutes every item's column of scores;
-  the statistic is the between-instruction mean square, ``p = (1 + #{perm >= observed}) / (1 + P)``.
+- a **within-item permutation test** of "no instruction matters" (``instruction_test``: residuals from
+  each item's mean, summed per instruction and gold answer, so a shift toward one label counts too;
+  valid under every budget design), and where it finds no effect at 5%, the instruction-effect SD it
+  would detect with 80% power (``detectable_sd``, simulated under the crossed model's item distribution);
+- per gold answer of a multiple-choice task, each instruction's accuracy and its score at the
+  evaluation split's own class mix (``harness_classes``; ``data/harness_classes.csv``).
 
 **Budgeted grids** (``--budget``: each instruction on its own cells, the null one on every item):
 the instructions' scores are the item-response model's estimates on the whole grid
 (``item_response.instruction_accuracy``; the null score stays the exact stock score), with one
 instruction effect per gold answer on a multiple-choice task (the samples' ``target``, the classes
 the budget balanced each instruction's items over; ``item_classes`` in ``data/harness_effects.csv``
-counts them, 1 for a generation task), the
-instruction-effect SD is the median over posterior predictive draws of the whole grid
-(``item_response.predictive_grids``) of the same two-way estimator, and its interval comes from a
-joint bootstrap: replicate b resamples the instructions and items of draw ``b mod D``, so it
-holds both the unevaluated cells' uncertainty and the sampling of instructions and items. The
-permutation test permutes each item's observed scores among the instructions that scored it.
-Each instruction's score gets the percentile interval of the draws, and its difference to the
-stock score (``vs_stock``) an interval and ``P(above stock)`` from the same draws
+counts them, 1 for a generation task). Every statistic across instructions (min, median, max, the
+stock score's percentile, the sensitivity card's measures, the pair flips) is computed on each
+posterior predictive draw of the whole grid (``item_response.predictive_grids``) and reported as the
+draws' median with their percentile interval (``draw_statistics``), never from the point estimates,
+which are pulled toward their method's mean; the instruction-effect SD is the draws' median of the
+two-way estimator with a joint bootstrap interval (replicate b resamples the instructions and items
+of draw ``b mod D``). Each is printed only where ``budget_validity`` says the validation resolves it
+at the grid's design and budget; elsewhere NaN, and ``not_resolved`` says why and what would
+resolve it. Each instruction's score gets the percentile interval of the draws, and its difference
+to the stock score (``vs_stock``) an interval and ``P(above stock)`` from the same draws
 (``score_rows``; ``data/harness_scores.csv``).
 
 Per (harness task, placement, n-shot) across models (at least 2 models sharing >= 1 instruction):
 the stock ranking of the models, each model's rank range over instructions, the probability that a
 stock-ordered pair flips under a randomly drawn instruction (the share of instructions that flip
-it, with a bootstrap interval over instructions) and Kendall's tau-b between the stock ranking and
-each instruction's (median and minimum).
-
-Example:
-    >>> import numpy as np
-    >>> Y = np.array([[1, 1, 0, 1], [1, 1, 0, 1], [1, 1, 0, 1]], dtype=float)
-    >>> permutation_p(Y, n_perm=99, seed="s")   # identical instructions: the statistic is 0, p = 1
-    1.0
+it, with a bootstrap interval over instructions; with a budgeted grid the draws' median share, its
+interval from replicates that take draw ``b mod D`` and resample the instructions) and Kendall's
+tau-b between the stock ranking and each instruction's (median and minimum).
 """
 
 from __future__ import annotations
@@ -55,9 +55,15 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from instructeval_tasks.estimation.item_response import Cells, fit_crossed, instruction_accuracy, item_classes, predictive_grids
+from instructeval_tasks.estimation.item_response import (ITEM_GRID, Cells, fit_crossed, instruction_accuracy, item_classes,
+                                                          predictive_grids)
 
 from .bootstrap import rng_for
+from .budget_validity import Resolution
+from .draw_statistics import pair_flip_draws
+from .harness_classes import CLASS_COLUMNS, class_rows
+from .harness_budget import card_measures, design_of, effect_statistics, merged_reasons, resolve
+from .instruction_test import POWER_SIMULATIONS, detectable_sd, permutation_test
 from .issues import IssueLog
 from .json_input import BadJson, parse_json_bytes
 from .leaderboard import kendall_tau_b, percentile_of
@@ -85,6 +91,7 @@ class HarnessResult:
     test_ids: list[int] | None = None
     budget: dict | None = None  # the variant's ``metadata.budget`` record (its cells), if budgeted
     output_type: str | None = None  # the task config's ``output_type`` (``multiple_choice``, ``generate_until``, ...)
+    split_classes: dict | None = None  # ``{gold answer: rows}`` of the whole evaluation split (multiple choice)
 
 
 def _metric_key(result: dict, config: dict) -> str | None:
@@ -131,80 +138,46 @@ def load_harness_results(paths: Iterable[str], issues: IssueLog, *, samples: boo
                 instruction_id=str(record.get("instruction_id")), instruction=str(record.get("instruction", "")),
                 metric=key, value=float(value), file=str(path), samples_path=sample_path, test_ids=record.get("test_ids"),
                 budget=meta.get("budget") if isinstance(meta.get("budget"), dict) else None,
-                output_type=config.get("output_type") if isinstance(config.get("output_type"), str) else None))
+                output_type=config.get("output_type") if isinstance(config.get("output_type"), str) else None,
+                split_classes=record.get("split_classes") if isinstance(record.get("split_classes"), dict) else None))
     return out
 
 
-def permutation_p(Y: np.ndarray, *, n_perm: int, seed: str, key: Sequence[Any] = ()) -> float:
-    """p-value of "no instruction matters" for ``Y`` (instructions x items), permuting within items.
+@dataclass(frozen=True)
+class BudgetedFit:
+    """A budgeted grid's crossed item-response fit (``fit``), its point estimates (``accuracy``), the
+    accuracies of every predictive draw (``drawn``, draws x instructions), the instruction-effect SD
+    (points: the draws' median, with the joint bootstrap's interval) and the item-noise SD (points)."""
 
-    ``NaN`` marks a cell not evaluated (a budget): each item's observed scores are permuted among
-    the instructions that scored it, and the statistic is ``sum_i n_i (mean_i - mean)^2`` over the
-    observed cells (on a full grid proportional to the between-instruction mean square, so the
-    same p).
-    """
-    if np.isnan(Y).any():
-        return _masked_permutation_p(Y, n_perm=n_perm, seed=seed, key=key)
-    n_inst, n_items = Y.shape
-
-    def stat(values: np.ndarray) -> np.ndarray:  # between-instruction mean square, per leading axis
-        means = values.mean(axis=-1)
-        return n_items * ((means - means.mean(axis=-1, keepdims=True)) ** 2).sum(axis=-1) / (n_inst - 1)
-
-    observed = float(stat(Y))
-    rng = rng_for(seed, "harness-permutation", *key, n_inst, n_items)
-    exceed = 0
-    batch = max(1, 2_000_000 // max(1, n_inst * n_items))
-    for start in range(0, n_perm, batch):
-        size = min(batch, n_perm - start)
-        order = np.argsort(rng.random((size, n_inst, n_items)), axis=1)
-        permuted = np.take_along_axis(np.broadcast_to(Y, (size, n_inst, n_items)), order, axis=1)
-        exceed += int(np.sum(stat(permuted) >= observed - 1e-12))
-    return (1 + exceed) / (1 + n_perm)
-
-
-def _masked_permutation_p(Y: np.ndarray, *, n_perm: int, seed: str, key: Sequence[Any]) -> float:
-    observed_mask = ~np.isnan(Y)
-    n_inst, n_items = Y.shape
-    counts = observed_mask.sum(axis=-1)
-    total = observed_mask.sum()
-
-    def stat(values: np.ndarray) -> np.ndarray:  # values: ... x I x J with NaN where not evaluated
-        sums = np.nansum(values, axis=-1)
-        means = sums / np.maximum(counts, 1)
-        grand = sums.sum(axis=-1, keepdims=True) / total
-        return (counts * (means - grand) ** 2).sum(axis=-1)
-
-    observed = float(stat(Y))
-    # each column: its observed rows in ascending order receive its observed values in a random order
-    target = np.argsort(~observed_mask, axis=0, kind="stable")
-    rng = rng_for(seed, "harness-permutation", *key, n_inst, n_items, "masked")
-    exceed = 0
-    batch = max(1, 2_000_000 // max(1, n_inst * n_items))
-    for start in range(0, n_perm, batch):
-        size = min(batch, n_perm - start)
-        keys = np.where(observed_mask[None], rng.random((size, n_inst, n_items)), np.inf)
-        source = np.argsort(keys, axis=1)
-        values = np.take_along_axis(np.broadcast_to(Y, (size, n_inst, n_items)), source, axis=1)
-        permuted = np.empty((size, n_inst, n_items))
-        np.put_along_axis(permuted, np.broadcast_to(target, (size, n_inst, n_items)), values, axis=1)
-        exceed += int(np.sum(stat(permuted) >= observed - 1e-12))
-    return (1 + exceed) / (1 + n_perm)
+    fit: Any
+    accuracy: np.ndarray
+    drawn: np.ndarray
+    sd: Measure
+    noise: float
+    by_class: np.ndarray | None = None  # draws x instructions x gold classes: accuracy on each class's items
 
 
 def budgeted_instruction_sd(cells: Cells, *, n_draws: int, n_boot: int, level: float,
                             rng: np.random.Generator) -> tuple[np.ndarray, Measure, float, np.ndarray]:
     """``(estimated accuracies, instruction-effect SD in points with its interval, item-noise SD in points,
     the accuracies of every predictive draw (draws x instructions))`` of a budgeted grid (module doc)."""
+    got = fit_budgeted(cells, n_draws=n_draws, n_boot=n_boot, level=level, rng=rng)
+    return got.accuracy, got.sd, got.noise, got.drawn
+
+
+def fit_budgeted(cells: Cells, *, n_draws: int, n_boot: int, level: float, rng: np.random.Generator) -> BudgetedFit:
+    """The :class:`BudgetedFit` of ``cells`` (module doc)."""
     fit = fit_crossed(cells)
     accuracy = instruction_accuracy(fit, cells)
     draws = np.concatenate(list(predictive_grids(fit, cells, n_draws, rng)), axis=0).astype(np.float64)
     drawn_accuracy = draws.mean(axis=2)
+    by_class = None if cells.classes is None else np.stack(
+        [draws[:, :, cells.class_index() == c].mean(axis=2) for c in range(cells.n_classes)], axis=2)
     between, resid = mean_square_components(draws)
     estimate = 100.0 * float(np.median(np.sqrt(np.maximum(between, 0.0))))
     noise = 100.0 * float(np.median(np.sqrt(resid / cells.n_cols)))
     if n_boot <= 0 or cells.n_rows < 2:
-        return accuracy, Measure(estimate), noise, drawn_accuracy
+        return BudgetedFit(fit, accuracy, drawn_accuracy, Measure(estimate), noise, by_class)
     m, n = cells.n_rows, cells.n_cols
     replicates = []
     batch = max(1, 2_000_000 // max(1, m * n))
@@ -216,17 +189,20 @@ def budgeted_instruction_sd(cells: Cells, *, n_draws: int, n_boot: int, level: f
         b_between, _ = mean_square_components(draws[which, rows, cols])
         replicates.append(100.0 * np.sqrt(np.maximum(b_between, 0.0)))
     ci_low, ci_high = basic_interval("instruction_sd", estimate, np.concatenate(replicates), level)
-    return accuracy, Measure(estimate, ci_low, ci_high), noise, drawn_accuracy
+    return BudgetedFit(fit, accuracy, drawn_accuracy, Measure(estimate, ci_low, ci_high), noise, by_class)
 
 
 def score_rows(members: Sequence[HarnessResult], values: Sequence[float], drawn: np.ndarray | None,
-               level: float, *, scored_every_item: Sequence[bool] = ()) -> list[dict[str, Any]]:
+               level: float, *, scored_every_item: Sequence[bool] = (),
+               resolved: Resolution | None = None) -> list[dict[str, Any]]:
     """Each variant's score and its difference to the stock (null) score of the same grid.
 
     With ``drawn`` (a budgeted grid's predictive draws, draws x variants) each gets the percentile
     interval of its score, of ``vs_stock`` (its score minus the stock score, draw by draw) and
     ``p_above_stock`` (the share of draws in which it beats the stock score); ``estimated`` is true
     for those not ``scored_every_item``. A full grid's scores are exact on their items and get none.
+    Where ``resolved`` says the budget does not resolve an estimated score, its numbers are NaN and
+    ``not_resolved`` says why.
 
     Example (stock 0.50, an instruction at 0.56, exact):
         >>> rows = score_rows([HarnessResult("m", "t", "description", 0, method, iid, "", "acc,none", v, "f", None)
@@ -243,8 +219,10 @@ def score_rows(members: Sequence[HarnessResult], values: Sequence[float], drawn:
                "method": r.method, "instruction": r.instruction_id, "score": v,
                "estimated": drawn is not None and not (i < len(scored_every_item) and scored_every_item[i]),
                "ci_low": nan, "ci_high": nan, "vs_stock": v - values[stock] if stock is not None else nan,
-               "vs_stock_low": nan, "vs_stock_high": nan, "p_above_stock": nan}
-        if drawn is not None:
+               "vs_stock_low": nan, "vs_stock_high": nan, "p_above_stock": nan, "not_resolved": ""}
+        if row["estimated"] and resolved is not None and not resolved.resolved:
+            row.update(score=nan, vs_stock=nan, not_resolved=resolved.why)
+        elif drawn is not None:
             row["ci_low"], row["ci_high"] = (float(x) for x in np.quantile(drawn[:, i], [alpha, 1 - alpha]))
             if stock is not None and i != stock:
                 diff = drawn[:, i] - drawn[:, stock]
@@ -256,6 +234,7 @@ def score_rows(members: Sequence[HarnessResult], values: Sequence[float], drawn:
 
 # Posterior predictive draws of a budgeted grid for its instruction-effect SD.
 BUDGET_DRAWS = 200
+NO_EFFECT_ALPHA = 0.05  # the level at which "no evidence of an instruction effect" is read, and its power computed
 
 
 @dataclass
@@ -268,6 +247,7 @@ class HarnessEffects:
     pairs: pd.DataFrame = field(default_factory=pd.DataFrame)  # every stock-ordered pair's flip probability
     cards: list[SensitivityCard] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    classes: pd.DataFrame = field(default_factory=pd.DataFrame)  # each instruction's accuracy per gold answer (harness_classes)
 
     def summary(self) -> dict[str, Any]:
         def records(frame: pd.DataFrame) -> list[dict]:
@@ -279,16 +259,18 @@ class HarnessEffects:
 
 EFFECT_COLUMNS = ["model", "task", "placement", "num_fewshot", "metric", "n_instructions", "n_items", "stock", "min", "median",
                   "max", "stock_percentile", "instruction_sd", "instruction_sd_low", "instruction_sd_high", "item_noise_sd",
-                  "permutation_p", "cells_share", "item_classes"]
+                  "permutation_p", "detectable_sd", "cells_share", "item_classes",
+                  "min_low", "min_high", "median_low", "median_high", "max_low", "max_high",
+                  "stock_percentile_low", "stock_percentile_high", "budget_design", "budget", "not_resolved"]
 SCORE_COLUMNS = ["model", "task", "placement", "num_fewshot", "method", "instruction", "score", "estimated", "ci_low",
-                 "ci_high", "vs_stock", "vs_stock_low", "vs_stock_high", "p_above_stock"]
+                 "ci_high", "vs_stock", "vs_stock_low", "vs_stock_high", "p_above_stock", "not_resolved"]
 RANK_COLUMNS = ["task", "placement", "num_fewshot", "metric", "n_models", "n_instructions", "stock_ranking", "rank_ranges",
                 "tau_median", "tau_min", "flip_probability_max", "flip_probability_max_low", "flip_probability_max_high",
-                "most_flipped_pair"]
+                "most_flipped_pair", "not_resolved"]
 
 
 def harness_effects(results: list[HarnessResult], issues: IssueLog, *, n_boot: int, level: float, seed: str,
-                    n_perm: int = 1000) -> HarnessEffects | None:
+                    n_perm: int = 1000, n_power: int = POWER_SIMULATIONS) -> HarnessEffects | None:
     """The per-(model, task, placement) effects and the rank stability across models; None without results."""
     if not results:
         return None
@@ -296,6 +278,8 @@ def harness_effects(results: list[HarnessResult], issues: IssueLog, *, n_boot: i
     for r in results:
         groups.setdefault((r.model, r.task, r.placement, r.num_fewshot), []).append(r)
     rows, cards, scores_of_grid = [], [], []
+    draws_of_grid: dict[tuple, tuple[list[str], np.ndarray, Resolution]] = {}
+    class_of_grid: list[dict[str, Any]] = []
     for key in sorted(groups):
         model, task, placement, shot = key
         members = sorted(groups[key], key=lambda r: (r.method != "null", r.method, r.instruction_id))
@@ -310,79 +294,135 @@ def harness_effects(results: list[HarnessResult], issues: IssueLog, *, n_boot: i
         if not members:
             issues.warn("harness-budget", f"{where}: later adaptive rounds without their first slice; left out", later[0].file)
             continue
-        stock = next((r for r in members if r.method == "null"), None)
-        budgeted = any(r.budget for r in members)
-        Y, targets = _item_matrix(members, issues, where, budgeted=budgeted, later=later)
-        values = [r.value for r in members]
-        estimated = drawn = None
-        classes = None
-        if budgeted and Y is not None and len(members) >= 2 and Y.shape[1] >= 2:
-            if members[0].output_type == "multiple_choice":  # the gold answers are classes, as the budget dealt them
-                classes = item_classes(targets, Y.shape[1])
-                unknown = [members[0].test_ids[j] for j in range(Y.shape[1]) if targets.get(j) is None]
-                if unknown:
-                    issues.warn("harness-budget", f"{where}: the gold answers of rows {unknown[:8]} are "
-                                "in no samples file (no instruction scored them, or their lines have no target): its "
-                                "estimates use one effect per instruction, not one per gold answer", members[0].file)
-            cells = _cells(Y, members, classes)
-            accuracy, sd, noise, drawn = budgeted_instruction_sd(
-                cells, n_draws=BUDGET_DRAWS, n_boot=n_boot, level=level, rng=rng_for(seed, "harness-budget", *key))
-            # observed scores where an instruction scored every item (the null one), estimates elsewhere
-            values = [r.value if np.isfinite(Y[i]).all() else float(accuracy[i]) for i, r in enumerate(members)]
-            estimated = (sd, noise, float(np.isfinite(Y).mean()))
-        elif budgeted:
-            issues.warn("harness-budget", f"{where}: a budgeted grid without its per-item samples: each instruction's "
-                        "score is on its own cells only (not comparable); no estimates", members[0].file)
-        others = [v for r, v in zip(members, values) if r.method != "null"]
-        scores_of_grid += score_rows(members, values, drawn, level,
-                                     scored_every_item=np.isfinite(Y).all(axis=1).tolist() if Y is not None else ())
-        row = {"model": model, "task": task, "placement": placement, "num_fewshot": shot, "metric": members[0].metric,
-               "n_instructions": len(members), "n_items": Y.shape[1] if Y is not None else None,
-               "stock": stock.value if stock else math.nan,
-               "min": min(others) if others else math.nan, "median": float(np.median(others)) if others else math.nan,
-               "max": max(others) if others else math.nan,
-               "stock_percentile": percentile_of(others, stock.value) if stock and others else math.nan,
-               "instruction_sd": math.nan, "instruction_sd_low": math.nan, "instruction_sd_high": math.nan,
-               "item_noise_sd": math.nan, "permutation_p": math.nan,
-               "cells_share": estimated[2] if estimated else (math.nan if budgeted else 1.0),
-               "item_classes": (1 if classes is None else int(classes.max()) + 1) if estimated else math.nan}
-        if estimated is not None:
-            sd, noise, _ = estimated
-            card = build_card(model, task, "zero_shot" if shot == 0 else "few_shot",
-                              [(r.method, r.instruction_id) for r in members], None, None,
-                              accuracies=np.asarray(values), n_boot=n_boot, level=level, seed=seed, metric=members[0].metric,
-                              estimated=True, why_no_items="a budgeted grid: needs every (instruction, item) cell")
-            card.measures["instruction_sd"] = sd  # estimated from the item-response model's draws of the grid
-            card.measures["item_noise_sd"] = Measure(noise)
-            card.placement, card.n_items = placement, int(Y.shape[1])
+        row, card, grid_scores, drawn = _grid_effects(key, members, later, issues, n_boot=n_boot, level=level, seed=seed,
+                                                      n_perm=n_perm, n_power=n_power, class_out=class_of_grid)
+        scores_of_grid += grid_scores
+        if card is not None:
             cards.append(card)
-            row.update(instruction_sd=sd.value, instruction_sd_low=sd.ci_low if sd.ci_low is not None else math.nan,
-                       instruction_sd_high=sd.ci_high if sd.ci_high is not None else math.nan, item_noise_sd=noise,
-                       permutation_p=permutation_p(Y, n_perm=n_perm, seed=seed, key=key))
-        elif Y is not None and len(members) >= 2 and Y.shape[1] >= 2:
-            setting = "zero_shot" if shot == 0 else "few_shot"
-            card = build_card(model, task, setting, [(r.method, r.instruction_id) for r in members], Y, None,
-                              n_boot=n_boot, level=level, seed=seed, metric=members[0].metric)
-            card.placement = placement
-            cards.append(card)
-            sd = card.measures["instruction_sd"]
-            row.update(instruction_sd=sd.value, instruction_sd_low=sd.ci_low if sd.ci_low is not None else math.nan,
-                       instruction_sd_high=sd.ci_high if sd.ci_high is not None else math.nan,
-                       item_noise_sd=card.measures["item_noise_sd"].value,
-                       permutation_p=permutation_p(Y, n_perm=n_perm, seed=seed, key=key))
+        if drawn is not None:
+            draws_of_grid[key] = drawn
         rows.append(row)
     effects = pd.DataFrame(rows, columns=EFFECT_COLUMNS)
     scores = pd.DataFrame(scores_of_grid, columns=SCORE_COLUMNS)
-    rankings, pairs = _rankings(scores, n_boot=n_boot, level=level, seed=seed)
-    return HarnessEffects(effects, rankings, scores, pairs, cards)
+    rankings, pairs = _rankings(scores, n_boot=n_boot, level=level, seed=seed, draws=draws_of_grid)
+    return HarnessEffects(effects, rankings, scores, pairs, cards,
+                          classes=pd.DataFrame(class_of_grid, columns=CLASS_COLUMNS))
+
+
+def _grid_effects(key: tuple, members: list[HarnessResult], later: list[HarnessResult], issues: IssueLog, *,
+                  n_boot: int, level: float, seed: str, n_perm: int, n_power: int, class_out: list[dict[str, Any]]):
+    """One (model, task, placement, n-shot)'s effects row, its sensitivity card (or None), its score
+    rows and, for a budgeted grid, ``(instruction ids, drawn accuracies, their resolution)`` (else
+    None); its per-class rows (``harness_classes``) are appended to ``class_out``."""
+    model, task, placement, shot = key
+    where = f"{model}/{task} ({placement}, {shot}-shot)"
+    stock_row = next((i for i, r in enumerate(members) if r.method == "null"), None)
+    budgeted = any(r.budget for r in members)
+    Y, targets = _item_matrix(members, issues, where, budgeted=budgeted, later=later)
+    values = [r.value for r in members]
+    classes = None
+    if Y is not None and members[0].output_type == "multiple_choice":  # the gold answers are classes
+        classes = item_classes(targets, Y.shape[1])
+    got = design = None
+    if budgeted and Y is not None and len(members) >= 2 and Y.shape[1] >= 2:
+        unknown = [members[0].test_ids[j] for j in range(Y.shape[1]) if targets.get(j) is None]
+        if unknown and members[0].output_type == "multiple_choice":
+            issues.warn("harness-budget", f"{where}: the gold answers of rows {unknown[:8]} are "
+                        "in no samples file (no instruction scored them, or their lines have no target): its "
+                        "estimates use one effect per instruction, not one per gold answer", members[0].file)
+        got = fit_budgeted(_cells(Y, members, classes), n_draws=BUDGET_DRAWS, n_boot=n_boot, level=level,
+                           rng=rng_for(seed, "harness-budget", *key))
+        design = design_of([r.budget for r in [*members, *later] if r.budget])
+        # observed scores where an instruction scored every item (the null one), estimates elsewhere
+        values = [r.value if np.isfinite(Y[i]).all() else float(got.accuracy[i]) for i, r in enumerate(members)]
+    elif budgeted:
+        issues.warn("harness-budget", f"{where}: a budgeted grid without its per-item samples: each instruction's "
+                    "score is on its own cells only (not comparable); no estimates", members[0].file)
+    n_items = Y.shape[1] if Y is not None else None
+    instruction_ok = resolve("instruction", design, n_items) if got is not None else None
+    grid_scores = score_rows(members, values, got.drawn if got is not None else None, level,
+                             scored_every_item=np.isfinite(Y).all(axis=1).tolist() if Y is not None else (),
+                             resolved=instruction_ok)
+    others = [v for r, v in zip(members, values) if r.method != "null"]
+    stock = members[stock_row] if stock_row is not None else None
+    row = {"model": model, "task": task, "placement": placement, "num_fewshot": shot, "metric": members[0].metric,
+           "n_instructions": len(members), "n_items": n_items,
+           "stock": stock.value if stock else math.nan,
+           "min": min(others) if others else math.nan, "median": float(np.median(others)) if others else math.nan,
+           "max": max(others) if others else math.nan,
+           "stock_percentile": percentile_of(others, stock.value) if stock and others else math.nan,
+           "instruction_sd": math.nan, "instruction_sd_low": math.nan, "instruction_sd_high": math.nan,
+           "item_noise_sd": math.nan, "permutation_p": math.nan, "detectable_sd": math.nan,
+           "cells_share": float(np.isfinite(Y).mean()) if got is not None else (math.nan if budgeted else 1.0),
+           "item_classes": (1 if classes is None else int(classes.max()) + 1) if got is not None else math.nan,
+           "budget_design": design[0] if design else "", "budget": design[1] if design else math.nan, "not_resolved": ""}
+    if Y is None or len(members) < 2 or Y.shape[1] < 2:
+        return row, None, grid_scores, None
+    setting = "zero_shot" if shot == 0 else "few_shot"
+    if classes is not None:
+        labels = sorted({t for t in targets.values() if t is not None})
+        split = next((r.split_classes for r in members if r.split_classes), None)
+        base = {"model": model, "task": task, "placement": placement, "num_fewshot": shot}
+        methods = {r.instruction_id: r.method for r in members}
+        class_out += [{**base, "method": methods[r["instruction"]], **r} for r in class_rows(
+            [r.instruction_id for r in members], Y, classes, labels, split, got.by_class if got is not None else None,
+            level, resolved=instruction_ok)]
+    if got is not None:
+        stats, reasons = effect_statistics(got.drawn, stock_row, level, design, n_items)
+        row.update(stats)
+        card = build_card(model, task, setting, [(r.method, r.instruction_id) for r in members], None, None,
+                          accuracies=np.asarray(values), n_boot=0, level=level, seed=seed, metric=members[0].metric,
+                          estimated=True, why_no_items="a budgeted grid: needs every (instruction, item) cell")
+        card.measures.update(card_measures(got.drawn, level, design, n_items))
+        sd_ok = resolve("instruction_sd", design, n_items)
+        sd = got.sd if sd_ok.resolved else Measure(None, why=sd_ok.why)
+        if not sd_ok.resolved:
+            reasons.append(f"instruction_sd: {sd_ok.why}")
+        if not instruction_ok.resolved:
+            reasons.append(f"instruction scores: {instruction_ok.why}")
+        card.measures["instruction_sd"] = sd
+        card.measures["item_noise_sd"] = Measure(got.noise)
+        card.placement, card.n_items = placement, int(n_items)
+        row.update(item_noise_sd=got.noise, not_resolved=merged_reasons(reasons))
+        fit = got.fit
+    else:
+        card = build_card(model, task, setting, [(r.method, r.instruction_id) for r in members], Y, None,
+                          n_boot=n_boot, level=level, seed=seed, metric=members[0].metric)
+        card.placement = placement
+        sd = card.measures["instruction_sd"]
+        row["item_noise_sd"] = card.measures["item_noise_sd"].value
+        fit = None
+    if sd.value is not None:
+        row.update(instruction_sd=sd.value, instruction_sd_low=sd.ci_low if sd.ci_low is not None else math.nan,
+                   instruction_sd_high=sd.ci_high if sd.ci_high is not None else math.nan)
+    test = permutation_test(Y, classes, n_perm=n_perm, seed=seed, key=key)
+    row["permutation_p"] = test.p_value
+    if test.p_value > NO_EFFECT_ALPHA and n_power > 0:
+        row["detectable_sd"] = _detectable(Y, classes, fit, n_power, rng_for(seed, "harness-power", *key))
+    ids = [r.instruction_id for r in members]
+    return row, card, grid_scores, ((ids, got.drawn, instruction_ok) if got is not None else None)
+
+
+def _detectable(Y: np.ndarray, classes: np.ndarray | None, fit: Any, n_power: int, rng: np.random.Generator) -> float:
+    """The instruction-effect SD (points) the test detects with 80% power on ``Y``'s cells
+    (``instruction_test.detectable_sd``; the item distribution from the crossed model's ``fit``,
+    fitted here for a full grid); NaN where no simulated effect up to the largest is."""
+    if fit is None:
+        fit = fit_crossed(_cells(Y, [], classes))
+    level_logit = float(np.mean(fit.logits() @ fit.class_shares))
+    power = detectable_sd(np.isfinite(Y), ITEM_GRID, fit.item_posterior, level_logit, classes=classes,
+                          alpha=NO_EFFECT_ALPHA, n_sim=n_power, rng=rng)
+    return power.detectable_sd if power.detectable_sd is not None else math.nan
 
 
 def _cells(Y: np.ndarray, members: list[HarnessResult], classes: np.ndarray | None = None) -> Cells:
-    """The observed (non-NaN) cells of ``Y``, instructions grouped by method, items by ``classes``."""
+    """The observed (non-NaN) cells of ``Y``, instructions grouped by method (one group without
+    ``members``), items by ``classes``."""
     rows, cols = np.nonzero(np.isfinite(Y))
     methods = sorted({r.method for r in members})
+    groups = np.asarray([methods.index(r.method) for r in members], dtype=int) if members else None
     return Cells(rows=rows, cols=cols, y=Y[rows, cols], n_rows=Y.shape[0], n_cols=Y.shape[1],
-                 groups=np.asarray([methods.index(r.method) for r in members], dtype=int), classes=classes)
+                 groups=groups, classes=classes)
 
 
 def _member_scores(r: HarnessResult, issues: IssueLog, where: str,
@@ -414,18 +454,20 @@ def _item_matrix(members: list[HarnessResult], issues: IssueLog, where: str, *, 
     if budgeted:
         return _budget_matrix(members, issues, where, later)
     rows, ref = [], None
+    targets: dict[int, str | None] = {}
     for r in members:
         scored = _member_scores(r, issues, where, "no item-level effects")
         if scored is None:
             return None, {}
-        doc_ids, values, _ = scored
+        doc_ids, values, gold = scored
         if ref is None:
             ref = doc_ids
         elif not np.array_equal(ref, doc_ids):
             issues.warn("samples-docs", f"{where}: instructions were scored on different items; no item-level effects", r.file)
             return None, {}
         rows.append(values)
-    return np.vstack(rows), {}
+        merge_targets(targets, range(len(doc_ids)), gold)
+    return np.vstack(rows), targets
 
 
 def _budget_matrix(members: list[HarnessResult], issues: IssueLog, where: str,
@@ -467,7 +509,7 @@ def _budget_matrix(members: list[HarnessResult], issues: IssueLog, where: str,
 
 
 PAIR_COLUMNS = ["task", "placement", "num_fewshot", "higher", "lower", "stock_gap", "n_instructions", "flip_probability",
-                "ci_low", "ci_high"]
+                "ci_low", "ci_high", "not_resolved"]
 
 
 def _flip_interval(flips: np.ndarray, *, n_boot: int, level: float, rng: np.random.Generator) -> tuple[float, float]:
@@ -492,12 +534,20 @@ def _ranking_text(models: list[str], values: list[float], tol: float = 1e-9) -> 
     return text
 
 
-def _rankings(scores: pd.DataFrame, *, n_boot: int, level: float, seed: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _rankings(scores: pd.DataFrame, *, n_boot: int, level: float, seed: str,
+              draws: dict[tuple, tuple[list[str], np.ndarray, Resolution]] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     rows: list[dict] = []
     pair_rows: list[dict] = []
     if scores.empty:
         return pd.DataFrame(columns=RANK_COLUMNS), pd.DataFrame(columns=PAIR_COLUMNS)
+    draws = draws or {}
     for (task, placement, shot), part in scores.groupby(["task", "placement", "num_fewshot"], sort=True):
+        if any((model, task, placement, shot) in draws for model in part["model"].unique()):
+            got = _budgeted_rankings(part, draws, n_boot=n_boot, level=level, seed=seed)
+            if got is not None:
+                rows.append(got[0])
+                pair_rows += got[1]
+            continue
         wide = part.pivot_table(index="instruction", columns="model", values="score", aggfunc="first")
         if wide.shape[1] < 2 or "null" not in wide.index:
             continue
@@ -533,7 +583,7 @@ def _rankings(scores: pd.DataFrame, *, n_boot: int, level: float, seed: str) -> 
             pair_rows.append({"task": task, "placement": placement, "num_fewshot": shot, "higher": models[hi_model],
                               "lower": models[lo_model], "stock_gap": abs(float(stock[pair[0]] - stock[pair[1]])),
                               "n_instructions": len(matrix), "flip_probability": float(flips[pair].mean()),
-                              "ci_low": intervals[pair][0], "ci_high": intervals[pair][1]})
+                              "ci_low": intervals[pair][0], "ci_high": intervals[pair][1], "not_resolved": ""})
         low, high = intervals[worst] if worst is not None else (math.nan, math.nan)
         rows.append({
             "task": task, "placement": placement, "num_fewshot": shot, "metric": "",
@@ -543,6 +593,83 @@ def _rankings(scores: pd.DataFrame, *, n_boot: int, level: float, seed: str) -> 
             "tau_median": float(np.median(taus)) if taus else math.nan, "tau_min": min(taus) if taus else math.nan,
             "flip_probability_max": float(flips[worst].mean()) if worst is not None else math.nan,
             "flip_probability_max_low": low, "flip_probability_max_high": high,
-            "most_flipped_pair": f"{models[worst[0]]} vs {models[worst[1]]}" if worst is not None else "",
+            "most_flipped_pair": f"{models[worst[0]]} vs {models[worst[1]]}" if worst is not None else "", "not_resolved": "",
         })
     return pd.DataFrame(rows, columns=RANK_COLUMNS), pd.DataFrame(pair_rows, columns=PAIR_COLUMNS)
+
+
+def _budgeted_rankings(part: pd.DataFrame, draws: dict, *, n_boot: int, level: float,
+                       seed: str) -> tuple[dict, list[dict]] | None:
+    """The rank-stability row and pair flips of one (task, placement, n-shot) with a budgeted grid,
+    from the draws: each model's accuracies per draw (an exact grid's in every draw), a pair's flip
+    probability the draws' median share of instructions that order it against the stock scores, its
+    interval from replicates that take draw ``b mod D`` and resample the instructions; Kendall's tau
+    and the rank ranges the draws' medians. Where a budgeted grid's instruction scores are not
+    resolved (``budget_validity``), no number: ``not_resolved`` says why."""
+    task, placement, shot = part["task"].iloc[0], part["placement"].iloc[0], int(part["num_fewshot"].iloc[0])
+    models = sorted(part["model"].unique())
+    ids = sorted(set.intersection(*(set(part.loc[part["model"] == m, "instruction"]) for m in models)))
+    if len(models) < 2 or "null" not in ids or len(ids) < 2:
+        return None
+    ids = ["null"] + [i for i in ids if i != "null"]
+    n_draws = max(len(got[1]) for (m, t, p, s), got in draws.items() if (t, p, s) == (task, placement, shot))
+    stacks, why = [], ""
+    for model in models:
+        got = draws.get((model, task, placement, shot))
+        if got is None:
+            exact = part[part["model"] == model].set_index("instruction")["score"]
+            stacks.append(np.broadcast_to(exact.loc[ids].to_numpy(dtype=float), (n_draws, len(ids))))
+        else:
+            column = {iid: k for k, iid in enumerate(got[0])}
+            stacks.append(got[1][:, [column[i] for i in ids]])
+            if not got[2].resolved:
+                why = why or f"{model}'s instruction scores are {got[2].why}"
+    stock = np.array([stack[0, 0] for stack in stacks])
+    order = sorted(range(len(models)), key=lambda i: -stock[i])
+    base = {"task": task, "placement": placement, "num_fewshot": shot}
+    row = {**base, "metric": "", "n_models": len(models), "n_instructions": len(ids),
+           "stock_ranking": _ranking_text([models[i] for i in order], [stock[i] for i in order]),
+           "rank_ranges": "", "tau_median": math.nan, "tau_min": math.nan, "flip_probability_max": math.nan,
+           "flip_probability_max_low": math.nan, "flip_probability_max_high": math.nan, "most_flipped_pair": "",
+           "not_resolved": why}
+    if why:
+        return row, []
+    pairs, best = [], None
+    for a in range(len(models)):
+        for b in range(a + 1, len(models)):
+            if abs(stock[a] - stock[b]) <= 1e-9:
+                continue
+            gap = stacks[a][:, :1] - stacks[b][:, :1]
+            flips = np.sign(stacks[a][:, 1:] - stacks[b][:, 1:]) == -np.sign(gap)  # draws x instructions
+            share = float(np.median(flips.mean(axis=1)))
+            low, high = _joint_interval(flips, n_boot=n_boot, level=level,
+                                        rng=rng_for(seed, "harness-flip", task, placement, shot, models[a], models[b]))
+            hi_model, lo_model = (a, b) if stock[a] > stock[b] else (b, a)
+            pairs.append({**base, "higher": models[hi_model], "lower": models[lo_model],
+                          "stock_gap": abs(float(stock[a] - stock[b])), "n_instructions": len(ids) - 1,
+                          "flip_probability": share, "ci_low": low, "ci_high": high, "not_resolved": ""})
+            if best is None or share > best[0]:
+                best = (share, low, high, f"{models[a]} vs {models[b]}")
+    matrix = np.stack(stacks, axis=2)  # draws x instructions x models
+    taus = np.array([[kendall_tau_b(stock, matrix[d, k]) for k in range(1, len(ids))] for d in range(n_draws)])
+    ranks = 1 + (matrix[:, 1:, :, None] < matrix[:, 1:, None, :] - 1e-9).sum(axis=3)  # draws x instructions x models
+    row["rank_ranges"] = "; ".join(f"{models[i]}: {np.median(ranks[:, :, i].min(axis=1)):g}-{np.median(ranks[:, :, i].max(axis=1)):g}"
+                                   for i in order)
+    row["tau_median"] = float(np.median(np.nanmedian(taus, axis=1)))
+    row["tau_min"] = float(np.median(np.nanmin(taus, axis=1)))
+    if best is not None:
+        row.update(flip_probability_max=best[0], flip_probability_max_low=best[1], flip_probability_max_high=best[2],
+                   most_flipped_pair=best[3])
+    return row, pairs
+
+
+def _joint_interval(flips: np.ndarray, *, n_boot: int, level: float, rng: np.random.Generator) -> tuple[float, float]:
+    """Percentile interval of the flip share over replicates b that take draw ``b mod D`` of ``flips``
+    (draws x instructions) and resample its instructions with replacement."""
+    if n_boot <= 0 or not flips.shape[1]:
+        return math.nan, math.nan
+    which = np.arange(n_boot) % flips.shape[0]
+    picks = rng.integers(0, flips.shape[1], size=(n_boot, flips.shape[1]))
+    reps = flips[which[:, None], picks].mean(axis=1)
+    low, high = np.quantile(reps, [(1 - level) / 2, 1 - (1 - level) / 2])
+    return float(low), float(high)

@@ -38,22 +38,46 @@ def _percent(value: Any) -> str:
     return "" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{100 * value:.1f}"
 
 
+def _with_interval(value: float, low: float, high: float, scale: float = 100.0, digits: int = 1) -> str:
+    """``"37.5 [30.0, 45.0]"``; the value alone without an interval; ``""`` without a value."""
+    if value is None or math.isnan(value):
+        return ""
+    text = f"{scale * value:.{digits}f}"
+    if low is not None and not math.isnan(low):
+        text += f" [{scale * low:.{digits}f}, {scale * high:.{digits}f}]"
+    return text
+
+
+def _effect(r: dict, name: str, scale: float = 100.0, digits: int = 1) -> str:
+    """A statistic of the effects row with its draws' interval where it has one, ``not resolved``
+    where a budgeted grid's validation does not resolve it (the row's ``not_resolved`` says why)."""
+    if math.isnan(r[name]) and r.get("not_resolved") and name in r["not_resolved"]:
+        return "not resolved"
+    low, high = r.get(f"{name}_low", math.nan), r.get(f"{name}_high", math.nan)
+    return _with_interval(r[name], low, high, scale, digits)
+
+
 def effects_table(effects: HarnessEffects) -> pd.DataFrame:
-    """The effects in points, an interval column, for Markdown and HTML."""
+    """The effects in points, intervals in brackets, for Markdown and HTML; ``not resolved`` where a
+    budget does not resolve a statistic, and the reason in the last column."""
     rows = []
     for r in effects.effects.to_dict("records"):
-        sd = "" if math.isnan(r["instruction_sd"]) else f"{r['instruction_sd']:.1f}"
-        if sd and not math.isnan(r["instruction_sd_low"]):
-            sd += f" [{r['instruction_sd_low']:.1f}, {r['instruction_sd_high']:.1f}]"
+        sd = _with_interval(r["instruction_sd"], r["instruction_sd_low"], r["instruction_sd_high"], scale=1.0)
+        if not sd and "instruction_sd" in (r.get("not_resolved") or ""):
+            sd = "not resolved"
+        p = "" if math.isnan(r["permutation_p"]) else f"{r['permutation_p']:.3f}"
+        if p and not math.isnan(r.get("detectable_sd", math.nan)):
+            p += f" (80% power at SD {r['detectable_sd']:.1f})"
         rows.append({
             "model": r["model"], "task": r["task"], "placement": r["placement"], "shots": r["num_fewshot"],
             "metric": r["metric"], "instructions": r["n_instructions"], "items": r["n_items"] or "",
-            "stock": _percent(r["stock"]), "min": _percent(r["min"]), "median": _percent(r["median"]),
-            "max": _percent(r["max"]), "stock pct": "" if math.isnan(r["stock_percentile"]) else f"{r['stock_percentile']:.0f}",
+            "stock": _percent(r["stock"]), "min": _effect(r, "min"), "median": _effect(r, "median"),
+            "max": _effect(r, "max"), "stock pct": _effect(r, "stock_percentile", scale=1.0, digits=0),
             "instruction SD": sd, "item noise SD": "" if math.isnan(r["item_noise_sd"]) else f"{r['item_noise_sd']:.1f}",
-            "p (no effect)": "" if math.isnan(r["permutation_p"]) else f"{r['permutation_p']:.3f}",
+            "p (no effect)": p,
             "cells": "" if math.isnan(r["cells_share"]) else f"{100 * r['cells_share']:.0f}%"
             + (" (est.)" if r["cells_share"] < 1 else ""),
+            "not resolved": r.get("not_resolved") or "",
         })
     return pd.DataFrame(rows)
 
@@ -76,7 +100,8 @@ def _rounded(frame: pd.DataFrame, decimals: int = 3) -> pd.DataFrame:
 
 def write_harness_files(effects: HarnessEffects, data_dir: Path, tables_dir: Path) -> list[str]:
     for frame, name in ((effects.effects, "harness_effects"), (effects.rankings, "harness_rankings"),
-                        (effects.scores, "harness_scores"), (effects.pairs, "harness_pair_flips")):
+                        (effects.scores, "harness_scores"), (effects.pairs, "harness_pair_flips"),
+                        (effects.classes, "harness_classes")):
         text = safe_frame(frame).to_csv(index=False, float_format="%.6f", lineterminator="\n")
         (data_dir / f"{name}.csv").write_text(text, encoding="utf-8", newline="\n")
     md = tables_dir / "harness_effects.md"
@@ -159,9 +184,12 @@ def harness_html(effects: HarnessEffects, figures: dict[str, Path], img: Callabl
              "task's description); the null variant is the stock task. Scores in %; stock pct: the stock score's "
              "mid-rank percentile among the instructions'; instruction SD: the SD of the instructions' true scores "
              "beyond item noise (points, two-way random effects, bootstrap interval over instructions and items); "
-             "p: a within-item permutation test of 'no instruction matters'; cells: the share of (instruction, item) "
-             "cells evaluated -- under --budget (est.) the instructions' scores and the SD are item-response "
-             "estimates on every item, the stock score stays exact; data/harness_scores.csv gives each estimate its "
+             "p: a within-item permutation test of 'no instruction matters' (item-centred, per gold answer), with the "
+             "instruction-effect SD it detects with 80% power where it finds no effect; cells: the share of "
+             "(instruction, item) cells evaluated -- under --budget (est.) every statistic across instructions comes "
+             "from the item-response model's draws of the whole grid (median [95% interval]), and is printed only "
+             "where the budget validation resolves it at the run's design and budget ('not resolved' says what "
+             "would); the stock score stays exact; data/harness_scores.csv gives each estimate its "
              "interval and its difference to the stock score with an interval and P(above stock).</p>",
              "<div class='wide'>" + frame_html(effects_table(effects)) + "</div>"]
     if not effects.rankings.empty:
@@ -170,6 +198,14 @@ def harness_html(effects: HarnessEffects, figures: dict[str, Path], img: Callabl
                      "models changes order (the most flipped pair, with a bootstrap interval over instructions); "
                      "tau: Kendall's tau-b between the stock ranking and each instruction's.</p>")
         parts.append(frame_html(effects.rankings.drop(columns=["metric"]), decimals=3))
+    if not effects.classes.empty:
+        parts.append("<h3>Per gold answer</h3>")
+        parts.append("<p class='note'>Each instruction's accuracy on each gold answer's rows, and its score at the "
+                     "evaluation split's own class mix (mix 'split'; 'rows' where the results do not record it): the rows "
+                     "and a budget's cells are balanced over the answers, so an instruction that moves answers toward "
+                     "one label keeps its balanced accuracy but not its leaderboard score "
+                     "(data/harness_classes.csv).</p>")
+        parts.append("<div class='wide'>" + frame_html(effects.classes, decimals=3) + "</div>")
     for stem in sorted(s for s in figures if s.startswith("harness_")):
         parts.append(img(figures[stem]))
     if effects.notes:

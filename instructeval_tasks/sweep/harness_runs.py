@@ -463,7 +463,7 @@ def _variant_tasks(variants: list[HarnessVariant], stock_cfg: dict[str, Any], *,
     metadata, and the rows scored (None: all); the rows are read once, by the first variant's task."""
     chat = placement != "description"
     tasks: list[Any] = []
-    ids = None
+    ids = split = None
     for variant in variants:
         meta = {**extra_metadata, **variant.metadata}
         cfg = instructed_config(stock_cfg, name=variant.name, instruction=variant.entry.text,
@@ -473,14 +473,28 @@ def _variant_tasks(variants: list[HarnessVariant], stock_cfg: dict[str, Any], *,
             task = build_task(cfg, data_dir=data_dir, user_instruction=variant.entry.text if placement == "chat-user" else "",
                               dataset=tasks[0].dataset if tasks else None, cells=cells)  # the task's rows, read once
         if not tasks:
-            ids = _scored_rows(task, variant)
+            ids, split = _scored_rows(task, variant), split_classes(task)
         record = {**variant.metadata["harness"], "test_ids": ids, "eval_size": len(task.eval_docs),
+                  **({"split_classes": split} if split else {}),
                   "data_source": "local" if data_dir else "hf",
                   "replay": replay_command(variant.task, variant.num_fewshot, ids, chat=chat, multiturn=multiturn)
                   if not variant.entry.text else None}
         task.config.metadata = {**(task.config.metadata or {}), "harness": record}
         tasks.append(task)
     return tasks, ids
+
+
+def split_classes(task: Any) -> dict[str, int] | None:
+    """``{gold answer: rows}`` over a multiple-choice task's whole evaluation split (the class mix its
+    leaderboard score is taken at: ``split_classes`` in the variants' ``harness`` record, read by the
+    aggregation's per-class view); None for other tasks."""
+    if task.OUTPUT_TYPE != "multiple_choice":
+        return None
+    counts: dict[str, int] = {}
+    for doc in task.eval_docs:
+        label = str(task.doc_to_target(doc)).strip()
+        counts[label] = counts.get(label, 0) + 1
+    return dict(sorted(counts.items()))
 
 
 def _scored_rows(task: Any, variant: HarnessVariant) -> list[int] | None:

@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from instructeval_aggregation.harness_effects import harness_effects, load_harness_results, permutation_p
+from instructeval_aggregation.harness_effects import harness_effects, load_harness_results
+from instructeval_aggregation.instruction_test import permutation_test
 from instructeval_aggregation.issues import IssueLog
 from instructeval_aggregation.sensitivity_measures import instruction_effect_sd
 
@@ -46,9 +47,9 @@ def test_permutation_test_finds_a_real_effect_and_not_a_null_one():
     items = 60
     null_grid = (rng.random((6, items)) < 0.5).astype(float)
     strong = np.vstack([(rng.random(items) < p).astype(float) for p in (0.2, 0.3, 0.5, 0.6, 0.8, 0.9)])
-    assert permutation_p(strong, n_perm=200, seed="s") < 0.01
-    assert permutation_p(null_grid, n_perm=200, seed="s") > 0.05
-    assert permutation_p(strong, n_perm=200, seed="s") == permutation_p(strong, n_perm=200, seed="s")
+    assert permutation_test(strong, n_perm=200, seed="s").p_value < 0.01
+    assert permutation_test(null_grid, n_perm=200, seed="s").p_value > 0.05
+    assert permutation_test(strong, n_perm=200, seed="s").p_value == permutation_test(strong, n_perm=200, seed="s").p_value
 
 
 def test_effects_by_hand(tmp_path):
@@ -169,14 +170,14 @@ def test_masked_permutation_test_finds_a_real_effect_and_not_a_null_one():
     strong = _synthetic_grid(rng, [-2, -1, 0, 0.5, 1, 2], 120)
     flat = _synthetic_grid(rng, [0] * 6, 120)
     keep = _budget_mask(rng, 6, 120, 0.35)
-    assert permutation_p(np.where(keep, strong, np.nan), n_perm=300, seed="s") < 0.01
-    assert permutation_p(np.where(keep, flat, np.nan), n_perm=300, seed="s") > 0.05
+    assert permutation_test(np.where(keep, strong, np.nan), n_perm=300, seed="s").p_value < 0.01
+    assert permutation_test(np.where(keep, flat, np.nan), n_perm=300, seed="s").p_value > 0.05
     # item difficulty alone does not reject: every instruction alike, items from always to never right
     easy_hard = np.tile(np.r_[np.ones(60), np.zeros(60)], (6, 1))
-    assert permutation_p(np.where(keep, easy_hard, np.nan), n_perm=300, seed="s") == 1.0
+    assert permutation_test(np.where(keep, easy_hard, np.nan), n_perm=300, seed="s").p_value == 1.0
 
 
-def test_a_budgeted_grid_is_estimated_not_read_off_its_cells(tmp_path):
+def test_a_budgeted_grid_is_estimated_not_read_off_its_cells(tmp_path, validated):
     rng = np.random.default_rng(7)
     effects = [0.0, -1.5, -0.8, 0.0, 0.6, 1.2, 1.8, -0.3]
     grid = _synthetic_grid(rng, effects, 150)
@@ -214,7 +215,7 @@ def test_a_budgeted_grid_is_estimated_not_read_off_its_cells(tmp_path):
     assert math.isnan(by.loc["null", "vs_stock_low"]) and math.isnan(by.loc["null", "p_above_stock"])
 
 
-def test_a_multiple_choice_budgeted_grid_gives_each_gold_answer_its_own_instruction_effects(tmp_path):
+def test_a_multiple_choice_budgeted_grid_gives_each_gold_answer_its_own_instruction_effects(tmp_path, validated):
     # each instruction moves the model toward one answer and away from the other (as on SmolLM2's
     # BoolQ), and its cells hold more "yes" items than "no" ones (as an adaptive round's may): one
     # effect per instruction predicts its unseen "no" items from its "yes" ones
@@ -243,7 +244,7 @@ def test_a_multiple_choice_budgeted_grid_gives_each_gold_answer_its_own_instruct
     assert np.mean(errors["multiple_choice"]) < 0.6 * np.mean(errors["generate_until"]), errors
 
 
-def test_a_multiple_choice_grid_with_a_row_without_gold_answer_says_it_uses_one_effect_per_instruction(tmp_path):
+def test_a_multiple_choice_grid_with_a_row_without_gold_answer_says_it_uses_one_effect_per_instruction(tmp_path, validated):
     rng = np.random.default_rng(4)
     grid = _synthetic_grid(rng, [0.0, 1.0, -1.0, 0.5], 40)
     labels = ["0", "1"] * 20
