@@ -16,7 +16,10 @@ key                    default  meaning
                                 rendered: ``prompt``, ``pos_examples``, ``prompt_definition``,
                                 ``prompt_avoid``, ``prompt_emphasis``, ``prompt_pos_examples``,
                                 ``prompt_definition_pos_examples`` or ``full``; plain entries
-                                ignore it (``instruction_banks/README.md``)
+                                ignore it (``instruction_banks/README.md``). Natural
+                                Instructions tasks render their own header with these or
+                                ``definition``, ``pos2``, ``definition_pos2`` (their default),
+                                ``definition_pos2_neg2``, ``definition_pos2_neg2_explanations``
 ``demo_seed``          0        seed of the fixed, class-balanced demonstration set (>= 0)
 ``data_dir``           --       local files ``<dir>/<task>/{train,eval}.jsonl``; falls back
                                 to ``$INSTRUCTEVAL_DATA_DIR``, then to the HF hub
@@ -62,7 +65,7 @@ from typing import Any, Mapping
 
 from instructeval_tasks.errors import UserError
 
-from .encodings import ENCODINGS
+from .encodings import ALL_ENCODINGS
 from .model_arg_keys import backend_parameters, model_args_in_flight
 
 DATA_DIR_ENV = "INSTRUCTEVAL_DATA_DIR"
@@ -244,7 +247,7 @@ class TaskOptions:
             instruction_index=_int(meta, "instruction_index", None, minimum=0),
             instruction_id=_identifier(meta, "instruction_id"),
             bank_dir=_str(meta, "bank_dir"),
-            instruction_encoding=_choice(meta, "instruction_encoding", ENCODINGS, None),
+            instruction_encoding=_choice(meta, "instruction_encoding", ALL_ENCODINGS, None),
             demo_seed=_seed(meta, "demo_seed", 0),
             data_dir=data_dir,
             test_sample=_int(meta, "test_sample", None, minimum=1),

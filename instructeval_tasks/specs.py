@@ -11,7 +11,8 @@ folder, its template (``templates/<name>.j2``) and its bank files.
 
 ``TASK_SPECS`` holds the InstructEval tasks (what ``all`` means to the runner), in their ``order``;
 the 24 Instruction Induction tasks (kind ``ii``, ids ``ii_<task>``, ``instructeval_tasks/ii/``) are
-in ``II_SPECS``; ``get_spec`` knows both (``ALL_SPECS``).
+in ``II_SPECS``, the Natural Instructions tasks (kind ``ni``, ids ``ni_<task>``, ``instructeval_tasks/ni/``)
+in ``NI_SPECS``; ``get_spec`` knows all of them (``ALL_SPECS``).
 
 Example:
     >>> spec = get_spec("instructeval_boolq")
@@ -27,7 +28,7 @@ from typing import Any, Literal, Mapping
 
 from .errors import UserError, did_you_mean
 
-TaskKind = Literal["cls", "mcq", "gqa", "ii"]
+TaskKind = Literal["cls", "mcq", "gqa", "ii", "ni"]
 TASK_KINDS = ("cls", "mcq", "gqa")  # the kinds a task_spec.yaml may declare (ii tasks are generated)
 TASKS_DIR = Path(__file__).resolve().parent
 SPEC_FILE = "task_spec.yaml"
@@ -47,7 +48,8 @@ class TaskSpec:
     Attributes:
         name: short id used in task names (``instructeval_<name>``), bank files and templates.
         kind: ``cls`` (fixed verbalizer), ``mcq`` (per-item choices), ``gqa`` (generation) or
-            ``ii`` (Instruction Induction: execution accuracy of generated outputs).
+            ``ii`` (Instruction Induction: execution accuracy of generated outputs) or ``ni``
+            (Natural Instructions: exact match and ROUGE-L of generated outputs).
         title: display name.
         local_dir: folder under ``data_dir`` holding ``train.jsonl`` and ``eval.jsonl``.
         label_field: field balanced over when sampling (classification only).
@@ -275,7 +277,20 @@ def _ii_specs() -> dict[str, TaskSpec]:
 
 
 II_SPECS: dict[str, TaskSpec] = _ii_specs()
-ALL_SPECS: dict[str, TaskSpec] = {**TASK_SPECS, **II_SPECS}
+
+
+def _ni_specs() -> dict[str, TaskSpec]:
+    from .ni.names import NI_IDS, category_of, source_name
+
+    return {
+        name: TaskSpec(name, "ni", f"Natural Instructions: {source_name(name)} ({category_of(name)})",
+                       "natural_instructions", None, ("input",), folder="natural_instructions")
+        for name in NI_IDS
+    }
+
+
+NI_SPECS: dict[str, TaskSpec] = _ni_specs()
+ALL_SPECS: dict[str, TaskSpec] = {**TASK_SPECS, **II_SPECS, **NI_SPECS}
 
 # Task groups a task list may name (``--tasks all``, ``--tasks instructeval_ii``, ...).
 TASK_GROUPS: dict[str, tuple[str, ...]] = {

@@ -95,7 +95,7 @@ class InstructEvalTask(ConfigurableTask):
         metadata = dict(config.get("metadata") or {})
         self.spec = get_spec(metadata.get("instructeval_task") or config["task"])
         self.options = TaskOptions.from_metadata(metadata)
-        self.instruction = resolve_instruction(self.options, self.spec)
+        self.instruction = self.choose_instruction()
         self.prompt_description = self.describe(self.instruction)
         # chat-user: no description (no system turn of ours); the instruction heads the first user turn
         self._user_instruction = ""
@@ -193,6 +193,10 @@ class InstructEvalTask(ConfigurableTask):
         return None
 
     # ------------------------------------------------------------------ prompt
+
+    def choose_instruction(self):
+        """The run's instruction (``instruction.resolve_instruction``), chosen before the harness loads the data."""
+        return resolve_instruction(self.options, self.spec)
 
     def describe(self, instruction) -> str:
         """The prompt's description for ``instruction`` (``Instruction.description``)."""

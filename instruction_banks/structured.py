@@ -68,7 +68,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 # The encodings are facts of the option schema (the `instruction_encoding` metadata key).
-from instructeval_tasks.encodings import DEFAULT_ENCODING, ENCODING_COMPONENTS, ENCODINGS
+from instructeval_tasks.encodings import DEFAULT_ENCODING, ENCODING_COMPONENTS, ENCODINGS, NI_ENCODINGS
 
 __all__ = ["DEFAULT_ENCODING", "ENCODINGS", "ENCODING_COMPONENTS", "render_structured", "structured_problems"]
 
@@ -179,7 +179,8 @@ def render_structured(structured: Mapping[str, Any], encoding: str = DEFAULT_ENC
     from .bank_errors import BankError
 
     if encoding not in ENCODING_COMPONENTS:
-        raise BankError(f"unknown instruction encoding {encoding!r}; expected one of {', '.join(ENCODINGS)}")
+        only = " (it renders a Natural Instructions task file's own header, instructeval_ni_* tasks)" if encoding in NI_ENCODINGS else ""
+        raise BankError(f"unknown instruction encoding {encoding!r} for a bank entry{only}; expected one of {', '.join(ENCODINGS)}")
     problems = structured_problems(structured)
     if problems:
         raise BankError(problems)

@@ -236,6 +236,10 @@ class Sweep:
         if not o.tasks and not o.harness_tasks:
             raise UserError("give --tasks (InstructEval's tasks) and/or --harness-tasks (lm-eval's own tasks)")
         self.task_names = resolve_task_names(o.tasks) if o.tasks else []
+        unswept = [t for t in self.task_names if get_spec(t).kind == "ni"]
+        if unswept:
+            raise UserError(f"--tasks {','.join(unswept)}: instructeval run does not sweep the Natural Instructions tasks; "
+                            f"run each with lm_eval --include_path instructeval_tasks (docs/natural-instructions.md)")
         _check_nine_task_overrides(o.overrides, self.task_names, o.harness_tasks, self.echo)
         self.method_names = resolve_names(o.methods, self.bank.methods(), "method")
         if self.budget is not None:  # a typo would silently estimate the baseline

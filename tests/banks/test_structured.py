@@ -123,8 +123,8 @@ def test_plain_entries_ignore_the_encoding():
 def test_bad_encoding_is_an_option_error():
     from instructeval_tasks.options import OptionError, TaskOptions
 
-    with pytest.raises(OptionError, match="instruction_encoding='definition'"):
-        TaskOptions.from_metadata({"instruction_encoding": "definition"})
+    with pytest.raises(OptionError, match="instruction_encoding='definitions'"):
+        TaskOptions.from_metadata({"instruction_encoding": "definitions"})
     assert TaskOptions.from_metadata({}).instruction_encoding is None
 
 

@@ -1,0 +1,103 @@
+"""``NaturalInstructionsTask``: the harness task class of the ``instructeval_ni_*`` YAMLs.
+
+An ``InstructEvalTask`` (same metadata keys) on a Super-NaturalInstructions task file
+(``source.read_task_file``):
+
+- the evaluated rows are the file's ``Instances[:100]`` (with ``test_sample``, a seeded sample of
+  them); demonstrations (only with ``--num_fewshot K``) are drawn from its ``Positive Examples``,
+  never from its instances;
+- the instruction: a literal ``instruction`` or a bank ``method`` (``null``, ``generic``, ...) as for
+  every task; with neither, the task's own header rendered under ``instruction_encoding``
+  (``prompt.render_header``; default ``definition_pos2``, the benchmark's standard), recorded as method
+  ``ni_header`` with id ``ni_header-<task>-<encoding>``;
+- greedy generation of at most 128 tokens (Tk-Instruct's output length), stopping at the first
+  newline unless an output of the file (an instance's or a positive example's) spans lines, then
+  only at EOS;
+- ``exact_match`` and ``rougeL``: the benchmark's per-instance scores of the generation
+  (``metrics.score``; cut at its first newline when the task stops there, as a backend honouring
+  ``until`` returns it), as fractions (the benchmark reports them times 100).
+
+``truncate_words`` and ``perturbation`` are InstructEval protocol knobs without a counterpart here:
+setting them is an error rather than a silent no-op.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import datasets
+
+from ..encodings import NI_DEFAULT_ENCODING
+from ..instruction import Instruction, resolve_instruction
+from ..options import OptionError, TaskOptions
+from ..task import InstructEvalTask
+from .metrics import score
+from .names import REPOSITORY, category_of, source_name
+from .prompt import render_header
+from .source import TaskFile, read_task_file
+
+HEADER_METHOD = "ni_header"
+
+
+def spans_lines(task_file: TaskFile) -> bool:
+    """Whether an acceptable output of an instance, or a positive example's output, holds a newline."""
+    return any("\n" in o.strip() for row in task_file.instances for o in row["outputs"]) or any(
+        "\n" in e["output"].strip() for e in task_file.positive_examples)
+
+
+class NaturalInstructionsTask(InstructEvalTask):
+    """One Natural Instructions task file; see the module docstring."""
+
+    def __init__(self, data_dir=None, cache_dir=None, download_mode=None, config: dict | None = None) -> None:
+        config = dict(config or {})
+        metadata = dict(config.get("metadata") or {})
+        for key in ("truncate_words", "perturbation"):
+            if metadata.get(key) is not None:
+                raise OptionError(
+                    f"{config.get('task')}: metadata {key} is not supported by the Natural Instructions tasks "
+                    f"(the benchmark's instances as they are); leave it unset"
+                )
+        self.task_file: TaskFile = read_task_file(source_name(config["task"]), TaskOptions.from_metadata(metadata).data_dir)
+        if spans_lines(self.task_file):
+            config["generation_kwargs"] = {**(config.get("generation_kwargs") or {}), "until": []}
+        super().__init__(data_dir=data_dir, cache_dir=cache_dir, download_mode=download_mode, config=config)
+
+    @property
+    def source_task(self) -> str:
+        return source_name(self.spec.name)
+
+    def choose_instruction(self) -> Instruction:
+        if self.options.instruction is not None or self.options.method is not None:
+            return resolve_instruction(self.options, self.spec)
+        encoding = self.options.instruction_encoding or NI_DEFAULT_ENCODING
+        text = render_header(self.task_file, encoding)
+        return Instruction(text, HEADER_METHOD, f"{HEADER_METHOD}-{self.source_task}-{encoding}", None,
+                           self.task_file.path, encoding)
+
+    def download(self, dataset_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        rows = [dict(row) for row in self.task_file.instances]
+        self._data_source = self.task_file.path
+        if self.options.test_sample is not None:
+            rows = [rows[i] for i in self.draw_test_ids(None, len(rows), f"{len(rows)} instances")]
+        self.dataset = datasets.DatasetDict({self.config.test_split: datasets.Dataset.from_list(rows)})
+
+    def demo_pool(self) -> datasets.Dataset | list:
+        examples = self.task_file.positive_examples
+        return datasets.Dataset.from_list([{"input": e["input"], "outputs": [e["output"]]} for e in examples]) if examples else []
+
+    def process_results(self, doc: dict, results: list) -> dict[str, float]:
+        prediction = results[0]
+        if "\n" in (self.config.generation_kwargs.get("until") or []):  # as a backend that honours `until` returns it
+            prediction = prediction.split("\n", 1)[0]
+        return score(prediction, doc["outputs"])
+
+    def protocol_record(self) -> dict[str, Any]:
+        record = super().protocol_record()
+        record.update(
+            ni_task=self.source_task,
+            ni_category=category_of(self.spec.name),
+            ni_source=REPOSITORY,
+            ni_until=list(self.config.generation_kwargs.get("until") or []),
+            demo_source="Positive Examples" if record.get("demo_ids") else None,
+        )
+        return record
