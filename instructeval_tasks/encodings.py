@@ -43,6 +43,7 @@ NI_ENCODINGS: dict[str, tuple[tuple[str, ...], int | None, int | None, bool]] = 
     "definition": (("definition",), 0, 0, False),
     "pos2": (("positive_examples",), 2, 0, False),
     "definition_pos2": (("definition", "positive_examples"), 2, 0, False),
+    "definition_pos2_explanations": (("definition", "positive_examples"), 2, 0, True),
     "definition_pos2_neg2": (("definition", "positive_examples", "negative_examples"), 2, 2, False),
     "definition_pos2_neg2_explanations": (("definition", "positive_examples", "negative_examples"), 2, 2, True),
 }

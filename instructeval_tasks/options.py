@@ -19,7 +19,8 @@ key                    default  meaning
                                 ignore it (``instruction_banks/README.md``). Natural
                                 Instructions tasks render their own header with these or
                                 ``definition``, ``pos2``, ``definition_pos2`` (their default),
-                                ``definition_pos2_neg2``, ``definition_pos2_neg2_explanations``
+                                ``definition_pos2_explanations``, ``definition_pos2_neg2``,
+                                ``definition_pos2_neg2_explanations``
 ``demo_seed``          0        seed of the fixed, class-balanced demonstration set (>= 0)
 ``data_dir``           --       local files ``<dir>/<task>/{train,eval}.jsonl``; falls back
                                 to ``$INSTRUCTEVAL_DATA_DIR``, then to the HF hub

@@ -13,9 +13,10 @@ a file has them) or an example block::
 Which sections appear is the encoding (metadata ``instruction_encoding``):
 
 - ``NI_ENCODINGS`` (``instructeval_tasks.encodings``): ``definition``; ``pos2``; ``definition_pos2``
-  (the benchmark's standard, "Definition + 2 positive examples", the default); ``definition_pos2_neg2``;
-  ``definition_pos2_neg2_explanations``. They take the first N examples of each list and show the
-  ``Explanation:`` line only in the last;
+  (the benchmark's standard, "Definition + 2 positive examples", the default);
+  ``definition_pos2_explanations``; ``definition_pos2_neg2``; ``definition_pos2_neg2_explanations``.
+  They take the first N (at most) examples of each list and show the ``Explanation:`` line only in
+  the ``_explanations`` ones;
 - ``ENCODINGS``, the nine tasks' encodings, exactly as for a structured bank entry: every example,
   with its explanation; a component the file does not have (Super-NaturalInstructions files have no
   ``Prompt``, ``Things to Avoid``, ``Emphasis & Caution``) is left out, and an encoding of which

@@ -67,6 +67,11 @@ def test_default_is_the_standard_encoding_and_its_prompt_is_pinned(ni_data_dir, 
 ENCODED = {
     "definition": "Definition: Say whether the sentence holds.",
     "pos2": "Positive Example 1 -\nInput: Ice is cold.\nOutput: Yes\n\nPositive Example 2 -\nInput: Fire is wet.\nOutput: No",
+    "definition_pos2_explanations": (
+        "Definition: Say whether the sentence holds.\n\n"
+        "Positive Example 1 -\nInput: Ice is cold.\nOutput: Yes\nExplanation: Ice is frozen water.\n\n"
+        "Positive Example 2 -\nInput: Fire is wet.\nOutput: No\nExplanation: Fire is dry"
+    ),
     "definition_pos2_neg2": STANDARD + "Negative Example 1 -\nInput: Rain is dry.\nOutput: Yes",
     "definition_pos2_neg2_explanations": (
         "Definition: Say whether the sentence holds.\n\n"
