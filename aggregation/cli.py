@@ -146,6 +146,11 @@ def run(args: argparse.Namespace) -> int:
     except OSError as err:
         print(f"instructeval: error: writing the report failed ({err}); {args.out} is unchanged", file=sys.stderr)
         return EXIT_FAILED
+    from .verdict import verdicts_of
+
+    for line in verdicts_of(result).lines():  # the answer first: one verdict per (model, task, setting), then pairs
+        print(line)
+    sys.stdout.flush()  # before the issues on stderr, on a terminal that shows both
     errors = [i for i in result.issues if i.level == "error"]
     warnings = [i for i in result.issues if i.level == "warning"]
     for issue in errors + warnings:

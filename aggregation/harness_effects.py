@@ -248,6 +248,9 @@ class HarnessEffects:
     cards: list[SensitivityCard] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     classes: pd.DataFrame = field(default_factory=pd.DataFrame)  # each instruction's accuracy per gold answer (harness_classes)
+    # (model, task, placement, n-shot) -> (the rows' test_ids or None, instruction ids, instructions x items scores
+    # (NaN: a cell a budget did not evaluate)): the per-item scores the verdicts (``verdict``) read
+    items: dict = field(default_factory=dict, repr=False)
 
     def summary(self) -> dict[str, Any]:
         def records(frame: pd.DataFrame) -> list[dict]:
@@ -280,6 +283,7 @@ def harness_effects(results: list[HarnessResult], issues: IssueLog, *, n_boot: i
     rows, cards, scores_of_grid = [], [], []
     draws_of_grid: dict[tuple, tuple[list[str], np.ndarray, Resolution]] = {}
     class_of_grid: list[dict[str, Any]] = []
+    items_of_grid: dict[tuple, tuple] = {}
     for key in sorted(groups):
         model, task, placement, shot = key
         members = sorted(groups[key], key=lambda r: (r.method != "null", r.method, r.instruction_id))
@@ -295,7 +299,8 @@ def harness_effects(results: list[HarnessResult], issues: IssueLog, *, n_boot: i
             issues.warn("harness-budget", f"{where}: later adaptive rounds without their first slice; left out", later[0].file)
             continue
         row, card, grid_scores, drawn = _grid_effects(key, members, later, issues, n_boot=n_boot, level=level, seed=seed,
-                                                      n_perm=n_perm, n_power=n_power, class_out=class_of_grid)
+                                                      n_perm=n_perm, n_power=n_power, class_out=class_of_grid,
+                                                      items_out=items_of_grid)
         scores_of_grid += grid_scores
         if card is not None:
             cards.append(card)
@@ -306,19 +311,23 @@ def harness_effects(results: list[HarnessResult], issues: IssueLog, *, n_boot: i
     scores = pd.DataFrame(scores_of_grid, columns=SCORE_COLUMNS)
     rankings, pairs = _rankings(scores, n_boot=n_boot, level=level, seed=seed, draws=draws_of_grid)
     return HarnessEffects(effects, rankings, scores, pairs, cards,
-                          classes=pd.DataFrame(class_of_grid, columns=CLASS_COLUMNS))
+                          classes=pd.DataFrame(class_of_grid, columns=CLASS_COLUMNS), items=items_of_grid)
 
 
 def _grid_effects(key: tuple, members: list[HarnessResult], later: list[HarnessResult], issues: IssueLog, *,
-                  n_boot: int, level: float, seed: str, n_perm: int, n_power: int, class_out: list[dict[str, Any]]):
+                  n_boot: int, level: float, seed: str, n_perm: int, n_power: int, class_out: list[dict[str, Any]],
+                  items_out: dict | None = None):
     """One (model, task, placement, n-shot)'s effects row, its sensitivity card (or None), its score
     rows and, for a budgeted grid, ``(instruction ids, drawn accuracies, their resolution)`` (else
-    None); its per-class rows (``harness_classes``) are appended to ``class_out``."""
+    None); its per-class rows (``harness_classes``) are appended to ``class_out``, its per-item scores
+    stored in ``items_out[key]`` (``HarnessEffects.items``)."""
     model, task, placement, shot = key
     where = f"{model}/{task} ({placement}, {shot}-shot)"
     stock_row = next((i for i, r in enumerate(members) if r.method == "null"), None)
     budgeted = any(r.budget for r in members)
     Y, targets = _item_matrix(members, issues, where, budgeted=budgeted, later=later)
+    if Y is not None and items_out is not None:
+        items_out[key] = (members[0].test_ids, [r.instruction_id for r in members], Y)
     values = [r.value for r in members]
     classes = None
     if Y is not None and members[0].output_type == "multiple_choice":  # the gold answers are classes

@@ -111,11 +111,19 @@ def _write_all(aggregates: Aggregates, out: Path, *, plots: bool) -> dict[str, A
         from .harness_report import write_harness_files
 
         written_tables += write_harness_files(aggregates.harness, data_dir, tables_dir)
+    from .verdict import verdicts_of
+
+    verdicts = verdicts_of(aggregates)  # before the cards are written: each carries its verdict
+    if verdicts.lines():
+        _csv(verdicts.frame(), data_dir / "verdicts.csv")
+        _csv(verdicts.pair_frame(), data_dir / "verdict_pairs.csv")
     if aggregates.cards:
         from .sensitivity_report import write_card_files
 
         write_card_files(aggregates, out / "sensitivity", data_dir)
     summary = aggregates.summary()
+    if verdicts.lines():
+        summary["verdicts"] = verdicts.lines()
     plot_paths: list[Path] = []
     plot_note = ""
     if plots:
@@ -162,6 +170,9 @@ p.note{font-size:.8em;color:#555;margin:.2em 0 1em}
 img.fig{max-width:100%;border:1px solid #eee;margin:.5em 0}
 code{background:#f4f4f4;padding:0 .2em}
 table.card small{color:#666;white-space:nowrap}div.wide{overflow-x:auto}
+ul.verdicts{list-style:none;padding-left:0}ul.verdicts li{margin:.35em 0;padding:.35em .6em;border-left:4px solid #999;background:#fafafa}
+ul.verdicts li.sensitive{border-color:#cc3311}ul.verdicts li.robust{border-color:#228833}ul.verdicts li.unresolved{border-color:#bbbb00}
+ul.verdicts b{font-weight:600}span.word{font-weight:700}
 """
 
 
@@ -233,6 +244,7 @@ def render_html(aggregates: Aggregates, plot_paths: list[Path], plot_note: str =
         "<h1>InstructEval: aggregate report</h1>",
         "<p>Ajith et al., <i>InstructEval: Systematic Evaluation of Instruction Selection Methods</i> "
         "(Findings of NAACL 2024), computed from lm-evaluation-harness results.</p>",
+        _verdicts_html(aggregates),
         "<h2>Overview</h2><ul>",
         *(_instructeval_overview(aggregates, summary) if summary["n_variants"] or not harness_lines
           else ["<li>InstructEval's own tasks: none in these results</li>"]),
@@ -249,7 +261,7 @@ def render_html(aggregates: Aggregates, plot_paths: list[Path], plot_note: str =
                            f"TABLE_SECTIONS in aggregation/report.py")
     for title, prefixes in TABLE_SECTIONS:
         names = [n for n in aggregates.tables if any(n.startswith(p) for p in prefixes)]
-        if title == "Confidence intervals" and not names:
+        if title == "Confidence intervals" and not names and summary["n_variants"]:
             parts.append(f"<h2>{title}</h2><p>Not computed: {html.escape(aggregates.samples_note or 'no per-sample logs')}.</p>")
             continue
         pairs = _significant_pairs_html(aggregates) if title == "Significance" else ""
@@ -281,15 +293,16 @@ def render_html(aggregates: Aggregates, plot_paths: list[Path], plot_note: str =
         parts.append(cards_html(aggregates.cards, _frame_html))
     if plot_note:
         parts.append(f"<p class='note'>{html.escape(plot_note)}</p>")
-    parts.append("<h2>Models</h2>")
-    parts.append(_frame_html(aggregates.models))
-    parts.append("<h3>Primary metric per (model, task)</h3>")
-    parts.append(_frame_html(aggregates.metric_choice))
+    if not aggregates.models.empty:  # sections with nothing to show (a report of harness tasks only) are left out
+        parts.append("<h2>Models</h2>")
+        parts.append(_frame_html(aggregates.models))
+    if not aggregates.metric_choice.empty:
+        parts.append("<h3>Primary metric per (model, task)</h3>")
+        parts.append(_frame_html(aggregates.metric_choice))
     zero = aggregates.baselines[aggregates.baselines["status"] != "ok"] if not aggregates.baselines.empty else aggregates.baselines
     if zero is not None and not zero.empty:
         parts.append("<h3>Baselines mu = 0 (gains undefined, left out)</h3>")
         parts.append(_frame_html(zero, decimals=6))
-    parts.append("<h2>Runs and their protocol</h2>")
     runs = pd.DataFrame(
         [
             {
@@ -306,9 +319,43 @@ def render_html(aggregates: Aggregates, plot_paths: list[Path], plot_note: str =
             for r in aggregates.runs
         ]
     )
-    parts.append(_frame_html(runs))
-    parts.append(_definitions_html(opts))
+    if not runs.empty:
+        parts.append("<h2>Runs and their protocol</h2>")
+        parts.append(_frame_html(runs))
+    if summary["n_variants"]:  # the nine tasks' definitions
+        parts.append(_definitions_html(opts))
     parts.append("</body></html>\n")
+    return "\n".join(parts)
+
+
+def _verdicts_html(aggregates: Aggregates) -> str:
+    """The report's opening section: one verdict line per (model, task, setting), then the model
+    pairs' flip probabilities (``verdict``); "" without any."""
+    from .verdict import ROBUST, SENSITIVE, verdicts_of
+
+    verdicts = verdicts_of(aggregates)
+    if not verdicts.lines():
+        return ""
+    css = {SENSITIVE: "sensitive", ROBUST: "robust"}
+    items = []
+    for v in [*verdicts.harness, *verdicts.nine]:
+        line = v.line()
+        head, _, rest = line.partition(": ")
+        word = html.escape(v.word)
+        rest = html.escape(rest).replace(f"; {word}", f"; <span class='word'>{word}</span>", 1)
+        items.append(f"<li class='{css.get(v.word, 'unresolved')}'><b>{html.escape(head)}</b>: {rest}</li>")
+    parts = ["<h2>Verdict</h2>",
+             "<p class='note'>Per (model, task, setting): the stock score (the null instruction's) &plusmn; its standard "
+             "error over items; <b>sensitive</b>: a within-item permutation test finds an instruction effect (p &le; 0.05); "
+             "<b>robust</b>: it finds none, and an instruction-effect SD no larger than the stock score's SE would have been "
+             "detected with 80% power; <b>not resolved</b>: otherwise. Best and worst instruction with their 95% "
+             "intervals. Details in the sections below.</p>",
+             "<ul class='verdicts'>" + "".join(items) + "</ul>"]
+    if verdicts.pairs:
+        parts.append("<h3>Model pairs</h3><p class='note'>The share of instructions under which the stock order of two "
+                     "models flips (interval over instructions), next to how often it flips when only the items are "
+                     "resampled (a paired bootstrap of the two stock scores).</p>")
+        parts.append("<ul class='verdicts'>" + "".join(f"<li>{html.escape(p.line())}</li>" for p in verdicts.pairs) + "</ul>")
     return "\n".join(parts)
 
 

@@ -135,6 +135,7 @@ class SensitivityCard:
     placement: str | None = None
     estimated: bool = False
     notes: list[str] = field(default_factory=list)
+    verdict: dict[str, Any] | None = None  # the card's verdict (``verdict.Verdict.as_dict``), where one was reached
 
     def as_dict(self) -> dict[str, Any]:
         methods: dict[str, int] = {}
@@ -153,6 +154,7 @@ class SensitivityCard:
             "bootstrap": dict(self.bootstrap),
             "measures": {name: self.measures[name].as_dict() for name in SETTING_MEASURES[self.setting] if name in self.measures},
             "notes": list(self.notes),
+            **({"verdict": self.verdict} if self.verdict is not None else {}),
         }
 
     def summary_line(self) -> str:

@@ -1,0 +1,130 @@
+"""The verdict: the stock score with its SE, the instruction effect and a word (sensitive, robust,
+not resolved) per grid, first in the terminal and the HTML report; the model pairs' flips next to
+the flips item noise alone causes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from instructeval_aggregation.verdict import (NOT_RESOLVED, ROBUST, SENSITIVE, harness_verdicts, item_flip_probability,
+                                              stock_se)
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_budget_statistics import _effects, _grid, _mask, _write_grid  # noqa: E402
+
+
+def _null_grid(rng: np.random.Generator, instructions: int, items: int, item_sd: float = 2.5) -> np.ndarray:
+    """No instruction matters: each item's chance of a right answer is the same under every instruction."""
+    logits = np.repeat(rng.normal(0.0, item_sd, items)[None, :], instructions, axis=0)
+    return (rng.random(logits.shape) < 1 / (1 + np.exp(-logits))).astype(float)
+
+
+def _verdict(folder: Path, n_power: int = 20):
+    out, _ = _effects(folder, n_power=n_power)
+    verdicts, pairs = harness_verdicts(out, level=0.95, n_boot=400, seed="t")
+    return out, verdicts, pairs
+
+
+def test_a_clearly_sensitive_grid_is_sensitive_with_its_best_and_worst_instruction(tmp_path):
+    grid = _grid(np.random.default_rng(1), [0.0, -1.5, 1.5, -0.5, 0.5, 1.0], 150)
+    _write_grid(tmp_path, "m", "boolq", grid)
+    _, (v,), _ = _verdict(tmp_path)
+    assert v.word == SENSITIVE and v.p_value <= 0.05
+    assert v.stock == pytest.approx(grid[0].mean())
+    assert v.stock_se == pytest.approx(100 * grid[0].std(ddof=1) / np.sqrt(150))
+    scores = grid[1:].mean(axis=1)
+    assert v.best.name == f"generic-{1 + int(np.argmax(scores))}" and v.best.score == pytest.approx(scores.max())
+    assert v.worst.name == f"generic-{1 + int(np.argmin(scores))}"
+    assert v.best.low < v.best.score < v.best.high
+    line = v.line()
+    assert line.startswith(f"m boolq [description, 0-shot]: stock {100 * grid[0].mean():.1f} ± {v.stock_se:.1f}; sensitive (p = ")
+    assert f"best {v.best.name} {100 * scores.max():.1f} [" in line
+
+
+def test_no_effect_is_robust_only_where_the_design_detects_effects_the_size_of_the_stock_se(tmp_path):
+    rng = np.random.default_rng(3)
+    _write_grid(tmp_path, "many", "boolq", _null_grid(rng, 24, 200))  # many instructions: a sensitive design
+    _write_grid(tmp_path, "few", "boolq", _null_grid(rng, 4, 200))  # 3 instructions against the stock one
+    _, verdicts, _ = _verdict(tmp_path)
+    by = {v.model: v for v in verdicts}
+    assert by["many"].p_value > 0.05 and by["few"].p_value > 0.05
+    assert by["many"].word == ROBUST and by["many"].detectable_sd <= by["many"].stock_se
+    assert by["few"].word == NOT_RESOLVED and by["few"].detectable_sd > by["few"].stock_se
+    assert "robust (p = " in by["many"].line() and "would have been detected (80% power), no more than the stock SE" in by["many"].line()
+    assert "only an SD of" in by["few"].line()
+
+
+def test_a_budget_the_validation_does_not_resolve_is_not_resolved_without_an_effect(tmp_path, validated):
+    validated(lambda statistic, design, budget: False)
+    rng = np.random.default_rng(4)
+    grid = _null_grid(rng, 12, 100)
+    _write_grid(tmp_path, "m", "boolq", grid, _mask(rng, grid.shape, 0.3))
+    _, (v,), _ = _verdict(tmp_path)
+    assert v.p_value > 0.05 and v.abstained
+    assert v.word == NOT_RESOLVED
+    assert v.best.why and "best generic-" in v.line() and " not resolved" in v.line()
+
+
+def test_item_resampling_flips_apart_models_rarely_and_tied_models_often():
+    rng = np.random.default_rng(0)
+    strong, weak = (rng.random(300) < 0.8).astype(float), (rng.random(300) < 0.4).astype(float)
+    a, b = (rng.random(300) < 0.5).astype(float), (rng.random(300) < 0.5).astype(float)
+    assert item_flip_probability(strong, weak, n_boot=500, rng=np.random.default_rng(1)) < 0.01
+    assert 0.2 < item_flip_probability(a, b, n_boot=500, rng=np.random.default_rng(1)) <= 0.5
+    assert stock_se(np.array([1.0, 0.0, 1.0, 0.0])) == pytest.approx(100 * np.std([1, 0, 1, 0], ddof=1) / 2)
+
+
+def test_pairs_carry_both_flip_probabilities(tmp_path):
+    rng = np.random.default_rng(5)
+
+    def scored(right: int) -> np.ndarray:  # 4 instructions, each right on ``right`` of 120 items, at random
+        return np.vstack([rng.permutation(np.r_[np.ones(right), np.zeros(120 - right)]) for _ in range(4)])
+
+    _write_grid(tmp_path, "strong", "boolq", scored(100))
+    _write_grid(tmp_path, "weak", "boolq", scored(40))
+    _write_grid(tmp_path, "tie", "boolq", scored(39))  # one item behind: as often ahead as behind on other items
+    _, _, pairs = _verdict(tmp_path, n_power=0)
+    by = {(p.higher, p.lower): p for p in pairs}
+    apart = by[("strong", "weak")]
+    assert apart.item_flip < 0.01 and apart.flip == 0.0
+    close = by[("weak", "tie")]
+    assert 0.3 < close.item_flip <= 0.5
+    assert "from resampling items alone 0.00" in apart.line()
+
+
+def test_the_terminal_and_the_report_open_with_the_verdicts(tmp_path):
+    rng = np.random.default_rng(6)
+    _write_grid(tmp_path / "runs", "m1", "boolq", _grid(rng, [0.0, -1.5, 1.5, 0.5], 80))
+    _write_grid(tmp_path / "runs", "m2", "boolq", _grid(rng, [-0.5, -1.0, 1.0, 0.0], 80))
+    out = tmp_path / "report"
+    done = subprocess.run([sys.executable, "-m", "instructeval_aggregation", str(tmp_path / "runs"), "--out", str(out),
+                           "--bootstrap", "50", "--no-plots"], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("m1 boolq [description, 0-shot]: stock ") and "; sensitive (p = " in lines[0]
+    assert lines[1].startswith("m2 boolq [description, 0-shot]: stock ")
+    assert lines[2].startswith("boolq [description, 0-shot]: m") and "from resampling items alone" in lines[2]
+    page = (out / "report.html").read_text()
+    first = page.index("<h2>")
+    assert page[first:].startswith("<h2>Verdict</h2>")
+    assert page.index("m1 boolq [description, 0-shot]</b>") < page.index("<h2>Overview</h2>") < page.index(
+        "Instructions on the harness")
+    for empty in ("Confidence intervals", "<h2>Models</h2>", "<h2>Runs and their protocol</h2>", "<h2>Definitions</h2>"):
+        assert empty not in page  # nothing to show on a harness-only run: left out
+    card = json.loads((out / "sensitivity" / "card.json").read_text())["cards"][0]
+    assert card["verdict"]["verdict"] == "sensitive" and card["verdict"]["line"] == lines[0]
+    assert (out / "data" / "verdicts.csv").read_text().splitlines()[0].startswith("model,task,placement,num_fewshot,setting,verdict")
+
+
+def test_docstring_examples():
+    import doctest
+
+    from instructeval_aggregation import verdict
+
+    assert doctest.testmod(verdict).failed == 0
