@@ -298,6 +298,8 @@ TASK_GROUPS: dict[str, tuple[str, ...]] = {
     "instructeval": tuple(TASK_SPECS),
     "instructeval_ii": tuple(II_SPECS),
     "ii": tuple(II_SPECS),
+    "instructeval_ni": tuple(NI_SPECS),
+    "ni": tuple(NI_SPECS),
 }
 
 

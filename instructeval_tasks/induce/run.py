@@ -89,6 +89,10 @@ def run_induce(
     echo = echo or (lambda line: print(line, file=sys.stderr))
     settings = (settings or InduceSettings()).override(**knobs)
     task_names = resolve_task_names(tasks)  # the nine, ii_<task> ids, or the groups all / instructeval_ii
+    header_tasks = [t for t in task_names if get_spec(t).kind == "ni"]
+    if header_tasks:  # their instruction is the task file's own header (instruction_encoding)
+        raise InduceError(f"--tasks {','.join(header_tasks)}: instructeval induce does not take the Natural Instructions "
+                          f"tasks; drop them from --tasks")
     refused = [t for t in task_names if get_spec(t).kind not in inducer.kinds]
     if refused:
         raise InduceError(

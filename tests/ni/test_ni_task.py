@@ -210,3 +210,13 @@ def test_a_header_only_encoding_on_a_bank_entry_names_what_it_is_for():
     with pytest.raises(BankError, match=r"unknown instruction encoding 'definition_pos2' for a bank entry \(it renders "
                                         r"a Natural Instructions task file's own header"):
         render_structured(entry, "definition_pos2")
+
+
+def test_task_lists_name_the_group():
+    from instructeval_tasks.ni.names import NI_IDS
+    from instructeval_tasks.specs import get_spec, resolve_task_names
+
+    assert resolve_task_names("ni") == resolve_task_names("instructeval_ni") == list(NI_IDS)
+    assert resolve_task_names("instructeval_ni_task190_snli_classification,ii_sum") == [
+        "ni_task190_snli_classification", "ii_sum"]
+    assert get_spec("instructeval_ni_task190_snli_classification").kind == "ni"
