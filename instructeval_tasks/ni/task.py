@@ -7,9 +7,10 @@ An ``InstructEvalTask`` (same metadata keys) on a Super-NaturalInstructions task
   them); demonstrations (only with ``--num_fewshot K``) are drawn from its ``Positive Examples``,
   never from its instances;
 - the instruction: a literal ``instruction`` or a bank ``method`` (``null``, ``generic``, ...) as for
-  every task; with neither, the task's own header rendered under ``instruction_encoding``
-  (``prompt.render_header``; default ``definition_pos2``, the benchmark's standard), recorded as method
-  ``ni_header`` with id ``ni_header-<task>-<encoding>``;
+  every task; with neither (or with method ``ni_header``), the task's own header rendered under
+  ``instruction_encoding`` (``prompt.render_header``; default ``definition_pos2``, the benchmark's
+  standard), recorded as method ``ni_header`` with id ``ni_header-<task>-<encoding>``; that id given
+  back as ``instruction_id`` (with method ``ni_header``) selects the same header;
 - greedy generation of at most 128 tokens (Tk-Instruct's output length), stopping at the first
   newline unless an output of the file (an instance's or a positive example's) spans lines, then
   only at EOS;
@@ -27,7 +28,7 @@ from typing import Any
 
 import datasets
 
-from ..encodings import NI_DEFAULT_ENCODING
+from ..encodings import ALL_ENCODINGS, NI_DEFAULT_ENCODING
 from ..instruction import Instruction, resolve_instruction
 from ..options import OptionError, TaskOptions
 from ..task import InstructEvalTask
@@ -57,7 +58,8 @@ class NaturalInstructionsTask(InstructEvalTask):
                     f"{config.get('task')}: metadata {key} is not supported by the Natural Instructions tasks "
                     f"(the benchmark's instances as they are); leave it unset"
                 )
-        self.task_file: TaskFile = read_task_file(source_name(config["task"]), TaskOptions.from_metadata(metadata).data_dir)
+        task = source_name(metadata.get("instructeval_task") or config["task"])
+        self.task_file: TaskFile = read_task_file(task, TaskOptions.from_metadata(metadata).data_dir)
         if spans_lines(self.task_file):
             config["generation_kwargs"] = {**(config.get("generation_kwargs") or {}), "until": []}
         super().__init__(data_dir=data_dir, cache_dir=cache_dir, download_mode=download_mode, config=config)
@@ -67,9 +69,23 @@ class NaturalInstructionsTask(InstructEvalTask):
         return source_name(self.spec.name)
 
     def choose_instruction(self) -> Instruction:
-        if self.options.instruction is not None or self.options.method is not None:
-            return resolve_instruction(self.options, self.spec)
-        encoding = self.options.instruction_encoding or NI_DEFAULT_ENCODING
+        o = self.options
+        if o.instruction is not None or o.method not in (None, HEADER_METHOD):
+            return resolve_instruction(o, self.spec)
+        if o.instruction_index is not None:
+            raise OptionError(f"{self.spec.task_name}: metadata instruction_index has no meaning for the task's own "
+                              f"header; choose its parts with instruction_encoding")
+        encoding = o.instruction_encoding or NI_DEFAULT_ENCODING
+        if o.instruction_id is not None:  # a results file's id, ni_header-<task>-<encoding>
+            prefix = f"{HEADER_METHOD}-{self.source_task}-"
+            named = o.instruction_id.removeprefix(prefix) if o.instruction_id.startswith(prefix) else None
+            if named not in ALL_ENCODINGS or (o.instruction_encoding is not None and named != o.instruction_encoding):
+                raise OptionError(
+                    f"{self.spec.task_name}: metadata instruction_id={o.instruction_id!r} names no header of this task "
+                    f"under {o.instruction_encoding or 'an encoding'}; expected {prefix}<encoding> "
+                    f"(e.g. {prefix}{encoding}), or leave instruction_id unset and set instruction_encoding"
+                )
+            encoding = named
         text = render_header(self.task_file, encoding)
         return Instruction(text, HEADER_METHOD, f"{HEADER_METHOD}-{self.source_task}-{encoding}", None,
                            self.task_file.path, encoding)

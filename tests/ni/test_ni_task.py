@@ -220,3 +220,30 @@ def test_task_lists_name_the_group():
     assert resolve_task_names("instructeval_ni_task190_snli_classification,ii_sum") == [
         "ni_task190_snli_classification", "ii_sum"]
     assert get_spec("instructeval_ni_task190_snli_classification").kind == "ni"
+
+
+def test_a_recorded_header_id_selects_the_same_prompt_again(ni_data_dir, ni):
+    first = ScriptedLM(lambda c: "x")
+    meta = evaluate(first, [ni.TOY_TASK], {"data_dir": str(ni_data_dir), "instruction_encoding": "definition"},
+                    limit=1)["configs"][ni.TOY_TASK]["metadata"]
+    again = ScriptedLM(lambda c: "x")
+    evaluate(again, [ni.TOY_TASK], {"data_dir": str(ni_data_dir), "method": meta["method"],
+                                    "instruction_id": meta["instruction_id"]}, limit=1)
+    assert again.contexts == first.contexts == ["Definition: Say whether the sentence holds.\n\nInput: Claim 0.\nOutput:"]
+    for bad in ({"instruction_id": "ni_header-task190_snli_classification-definitions"},
+                {"instruction_id": "ni_header-task190_snli_classification-definition", "instruction_encoding": "pos2"}):
+        with pytest.raises(UserError, match=r"names no header of this task.*expected ni_header-task190_snli_classification-<encoding>"):
+            evaluate(ScriptedLM(lambda c: "x"), [ni.TOY_TASK], {"data_dir": str(ni_data_dir), "method": "ni_header", **bad})
+    with pytest.raises(UserError, match=r"instruction_index has no meaning for the task's own header"):
+        evaluate(ScriptedLM(lambda c: "x"), [ni.TOY_TASK], {"data_dir": str(ni_data_dir), "instruction_index": 1})
+
+
+def test_test_sample_draws_a_seeded_subset_of_the_instances(tmp_path, ni):
+    import random
+
+    root = ni.write_task(tmp_path, ni.toy_task(10))
+    lm = ScriptedLM(lambda c: "x")
+    results = evaluate(lm, [ni.TOY_TASK], {"data_dir": str(root), "method": "null", "test_sample": 3, "test_seed": 4})
+    ids = random.Random(4).sample(range(10), 3)
+    assert lm.contexts == [f"Input: Claim {i}.\nOutput:" for i in ids]
+    assert results["configs"][ni.TOY_TASK]["metadata"]["test_ids"] == ids
