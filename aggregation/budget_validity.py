@@ -9,6 +9,9 @@ the pooled interval coverage over the shipped full grids, the worst grid's, the 
 (``RULE``). A report prints a budgeted statistic only where :func:`resolution` says it is resolved;
 elsewhere it prints the reason instead of a number.
 
+``INSTRUCTEVAL_BUDGET_VALIDITY=FILE`` replaces the shipped table by another one of the same form (a
+validation of your own grids, ``benchmarks/budget_validation.py --write-validity FILE``).
+
 A run's budget ``f`` counts as the largest validated budget ``b <= f`` of its design: a statistic is
 resolved if it is resolved at ``b``. Otherwise the reason names the smallest validated budget that
 resolves it (``needs about N cells per instruction; run --budget-extend B``), or says none does.
@@ -25,12 +28,16 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping, Sequence
+
+from .issues import AggregationError
 
 TABLE_PATH = Path(__file__).with_name("budget_validity.json")
+TABLE_ENV = "INSTRUCTEVAL_BUDGET_VALIDITY"  # another table's path
 # What "resolved" means (the benchmark applies it; the page states it)
 RULE = {"coverage_low": 0.90, "coverage_high": 0.97, "grid_coverage_low": 0.85, "sd_bias": 0.20, "sd_floor_points": 1.0}
 
@@ -43,11 +50,19 @@ class Resolution:
     why: str | None = None
 
 
-@lru_cache(maxsize=1)
 def _shipped() -> Mapping[str, Any]:
-    if not TABLE_PATH.is_file():
+    """The ``resolved`` table of ``$INSTRUCTEVAL_BUDGET_VALIDITY``, else the shipped one ({} without)."""
+    return _read(os.environ.get(TABLE_ENV) or str(TABLE_PATH))
+
+
+@lru_cache(maxsize=4)
+def _read(path: str) -> Mapping[str, Any]:
+    file = Path(path)
+    if not file.is_file():
+        if path != str(TABLE_PATH):
+            raise AggregationError(f"{TABLE_ENV}={path}: no such file; unset it to use the shipped table")
         return {}
-    return json.loads(TABLE_PATH.read_text(encoding="utf-8")).get("resolved", {})
+    return json.loads(file.read_text(encoding="utf-8")).get("resolved", {})
 
 
 def validated_budgets(estimator: str, design: str, table: Mapping[str, Any] | None = None) -> list[float]:
@@ -80,3 +95,21 @@ def resolution(statistic: str, estimator: str, design: str, fraction: float, n_i
                                  f"per instruction; run --budget-extend {need:g})")
     return Resolution(False, f"not resolved at --budget {fraction:g}: no validated budget of the {design} design "
                              f"(up to {float(budgets[-1]):g}) resolves it; evaluate the full grid (no --budget)")
+
+
+ESTIMATORS = ("item-response", "choice scores")
+DESIGNS = ("uniform", "balanced", "adaptive")
+BUDGETS = (0.05, 0.1, 0.25)
+
+
+def table_of(resolved: Callable[[str, str, float], bool], statistics: Sequence[str]) -> dict[str, Any]:
+    """A table of this module's form (``{"resolved": ...}``) for both estimators, every design and
+    the budgets 5, 10 and 25%, in which ``resolved(statistic, design, budget)`` says where each of
+    ``statistics`` is resolved (for a table of your own, or a test's).
+
+        >>> t = table_of(lambda s, d, b: b >= 0.1, ["max"])["resolved"]
+        >>> resolution("max", "item-response", "balanced", 0.05, 100, table=t).resolved
+        False
+    """
+    return {"resolved": {estimator: {design: {str(b): {s: {"resolved": bool(resolved(s, design, b))} for s in statistics}
+                                              for b in BUDGETS} for design in DESIGNS} for estimator in ESTIMATORS}}

@@ -49,6 +49,8 @@ from instructeval_tasks.estimation.choice_scores import ChoiceScores, choice_gri
 from instructeval_tasks.estimation.item_response import item_classes
 
 from .bootstrap import rng_for
+from .budget_validity import resolution
+from .harness_budget import design_of
 from .issues import AggregationError, IssueLog
 from .records import VariantResult
 from .relative_gain import method_mean_gains
@@ -63,11 +65,23 @@ GRID_COLUMNS = ["model", "task", "grid", "setting", "metric", "n_instructions", 
                 "estimator"]
 SCORE_METRICS = {"acc": "log-likelihood", "acc_per_token": "log-likelihood per token"}  # the score each metric argmaxes
 INSTRUCTION_COLUMNS = ["model", "task", "grid", "setting", "method", "instruction", "observed_items",
-                       "observed_accuracy", "estimate", "ci_low", "ci_high", "p_best"]
+                       "observed_accuracy", "estimate", "ci_low", "ci_high", "p_best", "not_resolved"]
 METHOD_COLUMNS = ["model", "task", "grid", "setting", "method", "n_instructions", "estimate", "ci_low", "ci_high",
                   "gain", "gain_low", "gain_high", "vs_null", "vs_null_low", "vs_null_high", "p_above_null"]
-QUANTILE_COLUMNS = ["model", "task", "grid", "setting", "quantile", "estimate", "ci_low", "ci_high"]
+QUANTILE_COLUMNS = ["model", "task", "grid", "setting", "quantile", "estimate", "ci_low", "ci_high", "not_resolved"]
 BEST_COLUMNS = ["model", "task", "grid", "setting", "method", "instruction", "estimate", "p_best"]
+
+
+@dataclass(frozen=True)
+class GridDraws:
+    """One grid's predictive draws (``drawn``: draws x instructions, rows ``keys`` = (method, instruction)),
+    its estimator's name, its ``(design, budget)`` (``harness_budget.design_of``) and its items."""
+
+    keys: list[tuple[str, str]]
+    drawn: np.ndarray
+    estimator: str
+    design: tuple[str, float]
+    n_items: int
 
 
 @dataclass
@@ -81,6 +95,7 @@ class BudgetEstimates:
     best: pd.DataFrame
     level: float
     estimated: set[tuple[str, str]] = field(default_factory=set)  # (task, setting) pairs with estimates
+    draws: dict[tuple[str, str, str], list[GridDraws]] = field(default_factory=dict)  # (model, task, setting): its grids
 
     def summary(self) -> dict[str, Any]:
         def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
@@ -370,6 +385,7 @@ def estimate_budgeted(
     replaced: dict[tuple[str, str], VariantResult] = {}  # (model, variant name): names repeat across models
     dropped: set[tuple[str, str]] = set()
     grid_rows, instr_rows, method_rows, quant_rows, best_rows = [], [], [], [], []
+    draws_of: dict[tuple[str, str, str], list[GridDraws]] = {}
     estimated: set[tuple[str, str]] = set()
     for (model, task, grid), members in sorted(groups.items()):
         members = sorted(members, key=lambda v: (v.method, v.instruction, v.name))
@@ -386,6 +402,7 @@ def estimate_budgeted(
                             choice=choice if isinstance(choice, ChoiceGrid) else None)
         fit, point, draws = est.fit, est.point, est.replicates
         setting, design = members[0].setting, _design_of(members)
+        nan = float("nan")
         estimated.add((task, setting))
         base = {"model": model, "task": task, "grid": grid, "setting": setting}
         grid_rows.append({**base, "metric": metric, "n_instructions": cells.n_rows, "n_items": cells.n_cols,
@@ -398,17 +415,24 @@ def estimate_budgeted(
                           "estimator": f"{fit.name} ({_estimator_detail(choice, metric)})"})
         lo, hi, p_best = est.ci_low, est.ci_high, est.p_best
         row_method = [group[0].method for group in row_variants]
+        grid_design = design_of([v.metadata[BUDGET_KEY] for v in members])
+        if draws is not None:
+            draws_of.setdefault((model, task, setting), []).append(GridDraws(
+                [(g[0].method, g[0].instruction) for g in row_variants], draws, fit.name, grid_design, cells.n_cols))
+        one = resolution("instruction", fit.name, grid_design[0], grid_design[1], cells.n_cols)
+        full = np.isin(np.arange(cells.n_rows), np.flatnonzero(np.bincount(cells.rows, minlength=cells.n_rows) == cells.n_cols))
         for i, group in enumerate(row_variants):
+            shown = one.resolved or full[i]  # an instruction scored on every item is exact
             instr_rows.append({**base, "method": group[0].method, "instruction": group[0].instruction,
                                "observed_items": int(np.sum(cells.rows == i)), "observed_accuracy": observed[i],
-                               "estimate": float(point[i]), "ci_low": float(lo[i]), "ci_high": float(hi[i]),
-                               "p_best": float(p_best[i])})
+                               "estimate": float(point[i]) if shown else nan, "ci_low": float(lo[i]) if shown else nan,
+                               "ci_high": float(hi[i]) if shown else nan, "p_best": float(p_best[i]),
+                               "not_resolved": "" if shown else one.why})
             for v in group:
                 replaced[(v.model, v.name)] = dataclasses.replace(v, metrics={**v.metrics, metric: float(point[i])},
                                                                   estimated=True)
         gain, vs_null = method_contrasts(point, row_method, null_weight)
         gain_draws, vs_null_draws = method_contrasts(draws, row_method, null_weight) if draws is not None else ({}, {})
-        nan = float("nan")
 
         def interval(reps: np.ndarray | None) -> tuple[float, float]:
             if reps is None or np.isnan(reps).any():
@@ -442,8 +466,10 @@ def estimate_budgeted(
                         f"quantiles covered; at 10% 97% and 94%): they may understate the uncertainty; a "
                         f"larger --budget (or --budget-extend) observes more of the items that decide the grid")
         for k, q in enumerate(QUANTILES):
-            quant_rows.append({**base, "quantile": q, "estimate": float(est.quantiles[k]),
-                               "ci_low": float(est.quantile_low[k]), "ci_high": float(est.quantile_high[k])})
+            verdict = resolution(f"q{round(q * 100):02d}", fit.name, grid_design[0], grid_design[1], cells.n_cols)
+            values = (est.quantiles[k], est.quantile_low[k], est.quantile_high[k]) if verdict.resolved else (nan,) * 3
+            quant_rows.append({**base, "quantile": q, "estimate": float(values[0]), "ci_low": float(values[1]),
+                               "ci_high": float(values[2]), "not_resolved": verdict.why or ""})
         top = int(np.argmax(point))
         best_rows.append({**base, "method": row_variants[top][0].method, "instruction": row_variants[top][0].instruction,
                           "estimate": float(point[top]), "p_best": float(p_best[top])})
@@ -460,4 +486,5 @@ def estimate_budgeted(
         best=pd.DataFrame(best_rows, columns=BEST_COLUMNS),
         level=level,
         estimated=estimated,
+        draws=draws_of,
     )

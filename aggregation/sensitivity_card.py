@@ -441,6 +441,22 @@ def _permutational_of(frame, model: str, task: str) -> dict[tuple[str, str], flo
     return {(m, i): float(v) for m, i, v in zip(part["method"], part["instruction"], part["permutational"])}
 
 
+def _from_draws(card: SensitivityCard, budget, level: float) -> None:
+    """A budgeted card's instruction-level measures from its grid's predictive draws
+    (``harness_budget.card_measures``: the draws' median and percentile interval, or the reason a
+    budget does not resolve one), in place of the point estimates' (pulled toward their method's
+    mean); left as they are, with a note, where the setting has several grids (demo sets) or its
+    draws' instructions are not the card's."""
+    from .harness_budget import card_measures
+
+    grids = (budget.draws if budget is not None else {}).get((card.model, card.task, card.setting), [])
+    if len(grids) != 1 or sorted(grids[0].keys) != sorted(card.instructions):
+        card.notes.append("instruction-level measures from the point estimates (no single grid's draws for this setting)")
+        return
+    grid = grids[0]
+    card.measures.update(card_measures(grid.drawn, level, grid.design, grid.n_items, estimator=grid.estimator))
+
+
 def build_cards(aggregates, *, n_boot: int | None = None) -> list[SensitivityCard]:
     """Every card of an aggregation (``pipeline.Aggregates``), in model, task and setting order."""
     from .catalog import order_tasks
@@ -465,8 +481,12 @@ def build_cards(aggregates, *, n_boot: int | None = None) -> list[SensitivityCar
             why = ("budgeted sweep: cells are estimated" if (model, task) in estimated
                    else "no per-sample logs" if not opts.use_samples or "per-sample logs used" not in aggregates.samples_note
                    else "the per-sample logs of this (model, task) were not usable (see the issues)")
-            cards += cards_without_items(model, task, frame, n_boot=n_boot, level=opts.ci_level, seed=opts.seed, metric=metric,
-                                         estimated=(model, task) in estimated, why=why)
+            made = cards_without_items(model, task, frame, n_boot=n_boot, level=opts.ci_level, seed=opts.seed, metric=metric,
+                                       estimated=(model, task) in estimated, why=why)
+            if (model, task) in estimated:
+                for card in made:
+                    _from_draws(card, aggregates.budget, opts.ci_level)
+            cards += made
     return cards
 
 

@@ -28,6 +28,29 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ.update(OFFLINE_ENV)
 
 
+# The budget validation's table of resolved statistics: the tests of what a budgeted report prints run
+# against one that resolves every statistic (the CLI's subprocesses inherit it); the tests of
+# abstention install their own (tests/aggregation/conftest.py: ``validated``), and those of the
+# shipped table unset it.
+VALIDITY_ENV = "INSTRUCTEVAL_BUDGET_VALIDITY"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _every_statistic_resolved(tmp_path_factory: pytest.TempPathFactory):
+    path = tmp_path_factory.mktemp("validity") / "budget_validity.json"
+    from instructeval_aggregation.budget_validity import table_of
+    from instructeval_aggregation.draw_statistics import STATISTICS
+
+    path.write_text(json.dumps(table_of(lambda s, d, b: True, [*STATISTICS, "instruction", "instruction_sd"])))
+    before = os.environ.get(VALIDITY_ENV)
+    os.environ[VALIDITY_ENV] = str(path)
+    yield path
+    if before is None:
+        os.environ.pop(VALIDITY_ENV, None)
+    else:
+        os.environ[VALIDITY_ENV] = before
+
+
 # --------------------------------------------------------------------------------------- the data
 # One entry per local folder: {"train": [...], "eval": [...]}, rows in the HF field layout.
 

@@ -2,34 +2,28 @@
 
 from __future__ import annotations
 
+import json
 from typing import Callable
 
 import pytest
 
-from instructeval_aggregation import budget_validity
+from instructeval_aggregation.budget_validity import TABLE_ENV, table_of
 from instructeval_aggregation.draw_statistics import STATISTICS
 
 STATISTIC_NAMES = (*STATISTICS, "instruction", "instruction_sd")
 
 
-def validity_table(resolved: Callable[[str, str, float], bool]) -> dict:
-    """A ``budget_validity.json`` ``resolved`` table for both estimators and every design at 5, 10
-    and 25%: ``resolved(statistic, design, budget)`` says where a statistic is resolved."""
-    return {estimator: {design: {str(b): {s: {"resolved": resolved(s, design, b)} for s in STATISTIC_NAMES}
-                                 for b in (0.05, 0.1, 0.25)}
-                        for design in ("uniform", "balanced", "adaptive")}
-            for estimator in ("item-response", "choice scores")}
-
-
 @pytest.fixture
-def validated(monkeypatch) -> Callable[[Callable[[str, str, float], bool]], dict]:
-    """Install a validity table (``validity_table``) in place of the shipped one; by default every
-    statistic is resolved everywhere (the tests of what a resolved report prints)."""
+def validated(monkeypatch, tmp_path) -> Callable[[Callable[[str, str, float], bool]], dict]:
+    """Install a validity table (``budget_validity.table_of``) in place of the shipped one, through
+    ``$INSTRUCTEVAL_BUDGET_VALIDITY``; by default every statistic is resolved everywhere."""
 
     def install(resolved: Callable[[str, str, float], bool] = lambda s, d, b: True) -> dict:
-        table = validity_table(resolved)
-        monkeypatch.setattr(budget_validity, "_shipped", lambda: table)
-        return table
+        table = table_of(resolved, STATISTIC_NAMES)
+        path = tmp_path / f"validity_{len(list(tmp_path.glob('validity_*')))}.json"
+        path.write_text(json.dumps(table))
+        monkeypatch.setenv(TABLE_ENV, str(path))
+        return table["resolved"]
 
     install()
     return install

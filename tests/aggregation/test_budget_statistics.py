@@ -166,3 +166,53 @@ def test_no_evidence_of_an_effect_comes_with_the_effect_the_design_could_detect(
     assert (rows["permutation_p"] > 0.05).all()
     assert 0 < rows.loc["large", "detectable_sd"] < rows.loc["small", "detectable_sd"]
     assert "80% power at SD" in effects_table(out).iloc[0]["p (no effect)"]
+
+
+# ---------------------------------------------------------------------------------- nine tasks
+
+
+def _nine_task_run(folder: Path, y: np.ndarray, fraction: float):
+    from instructeval_aggregation.testing import SyntheticVariant, write_run
+    from instructeval_tasks.sweep.budget import Budget, assign_cells
+
+    ids = ["null"] + [f"generic-{k}" for k in range(1, y.shape[0])]
+    names = [f"instructeval_agnews__{iid}__zs" for iid in ids]
+    cells = assign_cells(names, [j % 4 for j in range(y.shape[1])], Budget(fraction, min_items=4), "agnews:zs")
+    variants = []
+    for i, (iid, name) in enumerate(zip(ids, names)):
+        items = cells[name]
+        budget = {"fraction": fraction, "seed": 0, "min_items": 4, "grid": "agnews:zs", "items": items,
+                  "n_items": y.shape[1], "grid_cells": sum(map(len, cells.values())), "grid_size": y.size}
+        variants.append(SyntheticVariant("agnews", "null" if i == 0 else "generic", iid, "zero_shot",
+                                         correct=list(y[i, items]), doc_ids=items, n_test=y.shape[1],
+                                         metadata={"budget": budget}))
+    write_run(folder, "m", variants)
+
+
+def test_a_budgeted_nine_task_card_takes_its_measures_from_the_draws_or_says_not_resolved(tmp_path, validated):
+    from instructeval_aggregation import aggregate, load_runs
+    from instructeval_aggregation.sensitivity_card import build_cards
+
+    rng = np.random.default_rng(4)
+    y = _grid(rng, list(np.linspace(-1.5, 1.5, 9)), 80)
+    _nine_task_run(tmp_path / "runs", y, 0.25)
+    result = aggregate(load_runs([tmp_path / "runs"]), n_boot=0, estimate_draws=100)
+    card = next(c for c in build_cards(result) if c.setting == "zero_shot")
+    exact = 100 * y.mean(axis=1)
+    spread = card.measures["spread"]
+    assert spread.ci_low < spread.value < spread.ci_high  # an interval from the draws, not a point
+    estimates = result.budget.instructions["estimate"].to_numpy()
+    assert spread.value > 100 * (estimates.max() - estimates.min())  # the point estimates' spread is shrunk
+    assert card.measures["maxp"].ci_low <= exact.max() + 1e-9
+
+    validated(lambda statistic, design, budget: statistic not in ("spread", "q95", "instruction"))
+    result = aggregate(load_runs([tmp_path / "runs"]), n_boot=0, estimate_draws=100)
+    card = next(c for c in build_cards(result) if c.setting == "zero_shot")
+    assert card.measures["spread"].value is None
+    assert card.measures["spread"].why.startswith("not resolved at --budget 0.25: no validated budget")
+    quantiles = result.budget.quantiles.set_index("quantile")
+    assert math.isnan(quantiles.loc[0.95, "estimate"]) and quantiles.loc[0.95, "not_resolved"]
+    assert not math.isnan(quantiles.loc[0.5, "estimate"])
+    instructions = result.budget.instructions.set_index("instruction")
+    assert math.isnan(instructions.loc["generic-3", "estimate"]) and instructions.loc["generic-3", "not_resolved"]
+    assert (instructions["not_resolved"] != "").all()  # (here the null instruction is budgeted too)
