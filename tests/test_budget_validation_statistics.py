@@ -90,17 +90,13 @@ def test_the_validity_file_round_trips_through_budget_validity(tmp_path, monkeyp
     assert document["resolved"]["item-response"]["uniform"]["0.1"]["instruction_sd"]["median_relative_bias"] == -0.3
     path = tmp_path / "budget_validity.json"
     path.write_text(json.dumps(document), encoding="utf-8")
-    monkeypatch.setattr(budget_validity, "TABLE_PATH", path)  # what a report reads
-    budget_validity._shipped.cache_clear()
-    try:
-        assert budget_validity.resolution("max", "item-response", "uniform", 0.1, 100).resolved
-        assert budget_validity.resolution("max", "item-response", "uniform", 0.3, 100).resolved  # the largest budget below
-        why = budget_validity.resolution("min", "item-response", "uniform", 0.1, 100).why
-        assert why.startswith("not resolved at --budget 0.1: no validated budget of the uniform design")
-        assert not budget_validity.resolution("max", "item-response", "uniform", 0.05, 100).resolved  # not validated
-        assert not budget_validity.resolution("max", "choice scores", "uniform", 0.1, 100).resolved
-    finally:
-        budget_validity._shipped.cache_clear()
+    monkeypatch.setenv(budget_validity.TABLE_ENV, str(path))  # what a report reads in place of the shipped table
+    assert budget_validity.resolution("max", "item-response", "uniform", 0.1, 100).resolved
+    assert budget_validity.resolution("max", "item-response", "uniform", 0.3, 100).resolved  # the largest budget below
+    why = budget_validity.resolution("min", "item-response", "uniform", 0.1, 100).why
+    assert why.startswith("not resolved at --budget 0.1: no validated budget of the uniform design")
+    assert not budget_validity.resolution("max", "item-response", "uniform", 0.05, 100).resolved  # not validated
+    assert not budget_validity.resolution("max", "choice scores", "uniform", 0.1, 100).resolved
 
 
 def test_a_statistic_of_shrunk_draws_misses_the_full_grid_s_and_says_by_how_much():
