@@ -115,6 +115,8 @@ def _write_all(aggregates: Aggregates, out: Path, *, plots: bool) -> dict[str, A
 
     verdicts = verdicts_of(aggregates)  # before the cards are written: each carries its verdict
     if verdicts.lines():
+        (tables_dir / "verdicts.md").write_text("# Verdict\n\n" + "".join(f"- {line}\n" for line in verdicts.lines()),
+                                               encoding="utf-8", newline="\n")
         _csv(verdicts.frame(), data_dir / "verdicts.csv")
         _csv(verdicts.pair_frame(), data_dir / "verdict_pairs.csv")
     if aggregates.cards:

@@ -195,7 +195,8 @@ class PairVerdict:
     flip_low: float
     flip_high: float
     item_flip: float
-    why: str = ""  # the instructions' flip probability is not resolved (a budget), or the items differ
+    why: str = ""  # why the instructions' flip probability is not resolved (a budget)
+    item_why: str = ""  # why there is no item-resampling flip probability
 
     def line(self) -> str:
         head = (f"{self.task} {self.where}: {self.higher} {100 * self.stock_higher:.1f} over {self.lower} "
@@ -206,8 +207,8 @@ class PairVerdict:
             under = f"flip probability under an instruction {self.flip:.2f}"
             if not math.isnan(self.flip_low):
                 under += f" [{self.flip_low:.2f}, {self.flip_high:.2f}]"
-        items = ("from resampling items alone: n/a (the models were scored on different items)"
-                 if math.isnan(self.item_flip) else f"from resampling items alone {self.item_flip:.2f}")
+        items = (f"from resampling items alone n/a ({self.item_why})" if math.isnan(self.item_flip)
+                 else f"from resampling items alone {self.item_flip:.2f}")
         return f"{head}: {under}; {items}"
 
 
@@ -309,17 +310,21 @@ def harness_verdicts(effects, *, level: float, n_boot: int, seed: str) -> tuple[
     for p in effects.pairs.to_dict("records"):
         where = (p["task"], p["placement"], int(p["num_fewshot"]))
         hi, lo = effects.items.get((p["higher"], *where)), effects.items.get((p["lower"], *where))
-        item_flip, a, b = math.nan, None, None
-        if hi is not None and lo is not None and "null" in hi[1] and "null" in lo[1]:
+        item_flip, item_why = math.nan, "no per-item stock scores of both models"
+        if n_boot <= 0:
+            item_why = "--bootstrap 0"
+        elif hi is not None and lo is not None and "null" in hi[1] and "null" in lo[1]:
             a, b = hi[2][hi[1].index("null")], lo[2][lo[1].index("null")]
-            same = (hi[0] == lo[0]) and len(a) == len(b)
-            if same:
-                item_flip = item_flip_probability(a, b, n_boot=max(n_boot, 0) or 1000,
+            item_why = "the two models were scored on different items"
+            if hi[0] == lo[0] and len(a) == len(b):
+                item_why = ""
+                item_flip = item_flip_probability(a, b, n_boot=n_boot,
                                                   rng=rng_for(seed, "verdict-item-flip", *where, p["higher"], p["lower"]))
         stock_of = {v.model: v.stock for v in verdicts if (v.task, v.placement, v.num_fewshot) == where}
         pairs.append(PairVerdict(p["task"], f"[{p['placement']}, {p['num_fewshot']}-shot]", p["higher"], p["lower"],
                                  stock_of.get(p["higher"], math.nan), stock_of.get(p["lower"], math.nan),
-                                 p["flip_probability"], p["ci_low"], p["ci_high"], item_flip, p.get("not_resolved") or ""))
+                                 p["flip_probability"], p["ci_low"], p["ci_high"], item_flip, p.get("not_resolved") or "",
+                                 item_why))
     return verdicts, pairs
 
 

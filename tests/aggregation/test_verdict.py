@@ -128,3 +128,30 @@ def test_docstring_examples():
     from instructeval_aggregation import verdict
 
     assert doctest.testmod(verdict).failed == 0
+
+
+def test_a_one_model_nine_task_report_opens_with_its_verdict(tmp_path):
+    from instructeval_aggregation.testing import SyntheticVariant, write_run
+
+    rng = np.random.default_rng(7)
+    chance = {("null", "null"): 0.5, ("generic", "generic-0"): 0.5, ("generic", "generic-1"): 0.9,
+              ("adhoc", "adhoc-agnews-00"): 0.15, ("adhoc", "adhoc-agnews-01"): 0.5}
+    grid = {key: (rng.random(120) < p).astype(int).tolist() for key, p in chance.items()}
+    write_run(tmp_path / "runs", "tiny", [SyntheticVariant("agnews", m, i, "zero_shot", correct=c) for (m, i), c in grid.items()])
+    out = tmp_path / "report"
+    done = subprocess.run([sys.executable, "-m", "instructeval_aggregation", str(tmp_path / "runs"), "--out", str(out),
+                           "--bootstrap", "50", "--no-plots"], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    first = done.stdout.splitlines()[0]
+    null = np.mean(grid[("null", "null")])
+    assert first.startswith(f"tiny agnews [zero-shot]: null {100 * null:.1f} ± {stock_se(np.array(grid[('null', 'null')])):.1f}; "
+                            "sensitive (p = ")
+    best = np.mean(grid[("generic", "generic-1")])
+    assert f"best generic-1 {100 * best:.1f} [" in first and "worst adhoc-agnews-00 " in first
+    assert "best method generic " in first  # generic's mean over items beats null's and adhoc's
+    page = (out / "report.html").read_text()
+    assert page[page.index("<h2>"):].startswith("<h2>Verdict</h2>")
+    assert page.index("tiny agnews [zero-shot]</b>") < page.index("Mean relative gain (paper Table 5)")
+    card = json.loads((out / "sensitivity" / "card.json").read_text())["cards"][0]
+    assert card["verdict"]["line"] == first and card["verdict"]["best_method"]["name"] == "generic"
+    assert (out / "tables" / "verdicts.md").read_text() == f"# Verdict\n\n- {first}\n"
