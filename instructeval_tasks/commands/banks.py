@@ -60,7 +60,7 @@ def _bank(bank_dir: str | None):
 
 
 def run_list(args: argparse.Namespace) -> int:
-    from instructeval_tasks.specs import resolve_task_names
+    from instructeval_tasks.specs import TASK_GROUPS, resolve_task_names
 
     bank = _bank(args.bank_dir)
     wanted = resolve_task_names(getattr(args, "tasks", None) or "instructeval")  # UnknownTaskError: exit 2
@@ -93,7 +93,8 @@ def run_list(args: argparse.Namespace) -> int:
     if any("x" in c for c in cells.values()):
         print("(NxM: N entries for each of M models)")
     if hidden:
-        print(f"({hidden} more tasks in the bank: --tasks instructeval_ii or --tasks all,instructeval_ii)")
+        groups = [g for g in ("instructeval_ii", "instructeval_ni") if set(TASK_GROUPS[g]) & (set(present) - set(tasks))]
+        print(f"({hidden} more tasks in the bank: --tasks {' or --tasks '.join(groups)} or --tasks all,{','.join(groups)})")
     return 0
 
 
