@@ -24,8 +24,7 @@ import numpy as np
 from instructeval_tasks.estimation.item_response import ESTIMATOR
 
 from .budget_validity import Resolution, resolution
-from .draw_statistics import CARD_STATISTICS, EFFECT_STATISTICS, statistic_draws, summarize
-from .sensitivity_card import Measure
+from .draw_statistics import EFFECT_STATISTICS, statistic_draws, summarize
 
 
 def design_of(records: Sequence[Mapping[str, Any]]) -> tuple[str, float]:
@@ -71,18 +70,3 @@ def merged_reasons(reasons: Sequence[str]) -> str:
         by_why.setdefault(why, []).append(name)
     return "; ".join(f"{', '.join(names)}: {why}" for why, names in by_why.items())
 
-
-def card_measures(drawn: np.ndarray, level: float, design: tuple[str, float], n_items: int, *,
-                  table: Mapping[str, Any] | None = None, estimator: str = ESTIMATOR) -> dict[str, Measure]:
-    """The sensitivity card's instruction-level measures (``draw_statistics.CARD_STATISTICS``, in points)
-    from the draws of every instruction's accuracy (``drawn``, draws x instructions), each a
-    ``Measure`` with the draws' percentile interval, or without a value where not resolved (its ``why``)."""
-    out: dict[str, Measure] = {}
-    for name in CARD_STATISTICS:
-        verdict = resolution(name, estimator, design[0], design[1], n_items, table=table)
-        if not verdict.resolved:
-            out[name] = Measure(None, why=verdict.why)
-            continue
-        summary = summarize(statistic_draws(name, drawn), level)
-        out[name] = Measure(100.0 * summary.estimate, 100.0 * summary.low, 100.0 * summary.high)
-    return out

@@ -62,14 +62,14 @@ from .bootstrap import rng_for
 from .budget_validity import Resolution
 from .draw_statistics import pair_flip_draws
 from .harness_classes import CLASS_COLUMNS, class_rows
-from .harness_budget import card_measures, design_of, effect_statistics, merged_reasons, resolve
+from .harness_budget import design_of, effect_statistics, merged_reasons, resolve
 from .instruction_test import POWER_SIMULATIONS, detectable_sd, permutation_test
 from .issues import IssueLog
 from .json_input import BadJson, parse_json_bytes
 from .leaderboard import kendall_tau_b, percentile_of
 from .loading import expand_paths, find_samples, label_from_pretrained, parse_model_args, results_stamp, warn_truncated
 from .samples import merge_targets, read_sample_targets
-from .sensitivity_card import Measure, SensitivityCard, basic_interval, build_card
+from .sensitivity_card import Measure, SensitivityCard, basic_interval, build_card, card_measures
 from .sensitivity_measures import mean_square_components
 
 

@@ -45,7 +45,11 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from instructeval_tasks.estimation import ITEM_RESPONSE
+
 from .bootstrap import rng_for
+from .budget_validity import resolution
+from .draw_statistics import CARD_STATISTICS, statistic_draws, summarize
 from .sensitivity_measures import (
     QUANTILES,
     mean_abs_pair_difference,
@@ -441,14 +445,28 @@ def _permutational_of(frame, model: str, task: str) -> dict[tuple[str, str], flo
     return {(m, i): float(v) for m, i, v in zip(part["method"], part["instruction"], part["permutational"])}
 
 
+def card_measures(drawn: np.ndarray, level: float, design: tuple[str, float], n_items: int, *,
+                  table: Mapping[str, Any] | None = None, estimator: str = ITEM_RESPONSE) -> dict[str, Measure]:
+    """The sensitivity card's instruction-level measures (``draw_statistics.CARD_STATISTICS``, in points)
+    from the draws of every instruction's accuracy (``drawn``, draws x instructions), each a
+    ``Measure`` with the draws' percentile interval, or without a value where not resolved (its ``why``)."""
+    out: dict[str, Measure] = {}
+    for name in CARD_STATISTICS:
+        verdict = resolution(name, estimator, design[0], design[1], n_items, table=table)
+        if not verdict.resolved:
+            out[name] = Measure(None, why=verdict.why)
+            continue
+        summary = summarize(statistic_draws(name, drawn), level)
+        out[name] = Measure(100.0 * summary.estimate, 100.0 * summary.low, 100.0 * summary.high)
+    return out
+
+
 def _from_draws(card: SensitivityCard, budget, level: float) -> None:
     """A budgeted card's instruction-level measures from its grid's predictive draws
-    (``harness_budget.card_measures``: the draws' median and percentile interval, or the reason a
+    (``card_measures``: the draws' median and percentile interval, or the reason a
     budget does not resolve one), in place of the point estimates' (pulled toward their method's
     mean); left as they are, with a note, where the setting has several grids (demo sets) or its
     draws' instructions are not the card's."""
-    from .harness_budget import card_measures
-
     grids = (budget.draws if budget is not None else {}).get((card.model, card.task, card.setting), [])
     if len(grids) != 1 or sorted(grids[0].keys) != sorted(card.instructions):
         card.notes.append("instruction-level measures from the point estimates (no single grid's draws for this setting)")
