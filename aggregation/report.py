@@ -350,8 +350,8 @@ def _verdicts_html(aggregates: Aggregates) -> str:
              "<p class='note'>Per (model, task, setting): the stock score (the null instruction's) &plusmn; its standard "
              "error over items; <b>sensitive</b>: a within-item permutation test finds an instruction effect (p &le; 0.05); "
              "<b>robust</b>: it finds none, and an instruction-effect SD no larger than the stock score's SE would have been "
-             "detected with 80% power; <b>not resolved</b>: otherwise. Best and worst instruction with their 95% "
-             "intervals. Details in the sections below.</p>",
+             f"detected with 80% power; <b>not resolved</b>: otherwise. Best and worst instruction with their "
+             f"{aggregates.options.ci_level:.0%} intervals. Details in the sections below.</p>",
              "<ul class='verdicts'>" + "".join(items) + "</ul>"]
     if verdicts.pairs:
         parts.append("<h3>Model pairs</h3><p class='note'>The share of instructions under which the stock order of two "

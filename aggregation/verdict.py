@@ -55,7 +55,7 @@ Example (a stock score of 62.5 +- 3.4 points, a clear instruction effect):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from statistics import NormalDist
 from typing import Any, Sequence
 
@@ -114,6 +114,7 @@ class Verdict:
     num_fewshot: int | None = None
     setting: str | None = None
     stock_label: str = "stock"  # "null" on the nine tasks: the null instruction's score plays the stock one
+    no_power: str = ""  # why no power was simulated (where it was not)
 
     @property
     def word(self) -> str:
@@ -127,7 +128,7 @@ class Verdict:
 
     def _effect(self) -> str:
         if math.isnan(self.instruction_sd):
-            return "instruction SD not resolved" if self.abstained else "no instruction SD (no per-item scores)"
+            return "instruction SD not resolved" if self.abstained else "no instruction SD"
         text = f"instruction SD {self.instruction_sd:.1f}"
         if not math.isnan(self.sd_low):
             text += f" [{self.sd_low:.1f}, {self.sd_high:.1f}]"
@@ -142,7 +143,7 @@ class Verdict:
         if self.word == SENSITIVE or math.isnan(self.p_value):
             return ""
         if math.isnan(self.detectable_sd):
-            return "no simulated instruction effect was detected with 80% power"
+            return self.no_power or "even the largest simulated instruction effect was not detected with 80% power"
         if self.word == ROBUST:
             return f"an SD of {self.detectable_sd:.1f} points would have been detected (80% power), no more than {se}"
         if math.isnan(self.stock_se):
@@ -156,14 +157,16 @@ class Verdict:
         stock = f"no {self.stock_label} score" if math.isnan(self.stock) else f"{self.stock_label} {100 * self.stock:.1f}"
         if not math.isnan(self.stock) and not math.isnan(self.stock_se):
             stock += f" ± {self.stock_se:.1f}"
-        p = "" if math.isnan(self.p_value) else f" (p = {self.p_value:.3f})"
+        p = f" ({self.abstained or 'no per-item scores'})" if math.isnan(self.p_value) else f" (p = {self.p_value:.3f})"
         parts = [f"{self.model} {self.task} {self.where}: {stock}", f"{self.word}{p}: {self._effect()}"]
         why = self._power()
         text = "; ".join(parts) + (f"; {why}" if why else "")
         picks = []
-        if self.best is not None:
+        if self.best is not None and self.worst is not None and self.best.why and self.worst.why:
+            picks.append("instruction scores not resolved")
+        elif self.best is not None:
             picks.append(f"best {self.best.text()}")
-        if self.worst is not None and self.worst.name != (self.best.name if self.best else None):
+        if self.worst is not None and not self.worst.why and self.worst.name != (self.best.name if self.best else None):
             picks.append(f"worst {self.worst.text()}")
         if self.best_method is not None:
             picks.append(f"best method {self.best_method.text()}")
@@ -374,8 +377,22 @@ def nine_task_verdicts(aggregates, *, n_perm: int = 999, n_power: int | None = N
         base = dict(model=card.model, task=card.task, where=f"[{card.setting.replace('_', '-')}]", setting=card.setting,
                     stock_label="null",
                     instruction_sd=sd_value, sd_low=sd_low, sd_high=sd_high)
+        key = ("verdict", card.model, card.task, card.setting)
+        samples = _samples_grid(aggregates, card) if card.setting == "zero_shot" else None
         if card.estimated:
-            out.append(_budgeted_nine(card, aggregates, base))
+            verdict = _budgeted_nine(card, aggregates, base)
+            if samples is not None:  # the test holds under the budget's design: it permutes the observed cells
+                Y, classes, keys = samples
+                null = next((i for i, k in enumerate(keys) if k[0] == "null"), None)
+                test = permutation_test(Y, classes, n_perm=n_perm, seed=opts.seed, key=key)
+                detect = math.nan
+                if test.p_value > NO_EFFECT_ALPHA and n_power > 0:
+                    detect = _detectable(Y, classes, None, n_power, rng_for(opts.seed, "verdict-power", *key[1:]))
+                why = "; ".join(f"{name}: {m[name].why}" for name in ("instruction_sd", "spread", "q05", "q95")
+                                if m.get(name) is not None and m[name].value is None and m[name].why)
+                verdict = replace(verdict, p_value=test.p_value, detectable_sd=detect, abstained=why,
+                                  stock_se=stock_se(Y[null]) if null is not None else math.nan, n_items=Y.shape[1])
+            out.append(verdict)
             continue
         matrix = (aggregates.item_matrices or {}).get((card.model, card.task))
         rows = (matrix.metric_rows.get(card.setting, {}) if matrix is not None else {})
@@ -386,12 +403,14 @@ def nine_task_verdicts(aggregates, *, n_perm: int = 999, n_power: int | None = N
             continue
         Y = np.vstack([matrix.values[rows[k]].mean(axis=0) for k in keys])
         null = next((i for i, k in enumerate(keys) if k[0] == "null"), None)
-        test = permutation_test(Y, n_perm=n_perm, seed=opts.seed, key=("verdict", card.model, card.task, card.setting))
+        classes = None  # the gold answers of a zero-shot grid's items (its samples' targets), as for the harness tasks
+        if samples is not None and samples[1] is not None and samples[0].shape == Y.shape and np.array_equal(samples[0], Y):
+            classes = samples[1]
+        test = permutation_test(Y, classes, n_perm=n_perm, seed=opts.seed, key=key)
         detect = math.nan
         binary = bool(np.isin(Y, (0.0, 1.0)).all())  # the power simulation draws 0/1 outcomes
         if test.p_value > NO_EFFECT_ALPHA and n_power > 0 and binary:
-            detect = _detectable(Y, None, None, n_power, rng_for(opts.seed, "verdict-power", card.model, card.task,
-                                                                  card.setting))
+            detect = _detectable(Y, classes, None, n_power, rng_for(opts.seed, "verdict-power", *key[1:]))
         names = [k[1] if str(k[1]).startswith(str(k[0])) else f"{k[0]}/{k[1]}" for k in keys]
         scores = Y.mean(axis=1)
         order = sorted((i for i in range(len(keys)) if i != null), key=lambda i: (-scores[i], names[i]))
@@ -402,9 +421,54 @@ def nine_task_verdicts(aggregates, *, n_perm: int = 999, n_power: int | None = N
         out.append(Verdict(**base, stock=float(scores[null]) if null is not None else math.nan,
                            stock_se=stock_se(Y[null]) if null is not None else math.nan, n_items=Y.shape[1],
                            p_value=test.p_value, detectable_sd=detect, best=pick(order[0]), worst=pick(order[-1]),
+                           no_power="" if binary else "no power simulated (per-item scores are means over demo sets)",
                            best_method=Pick(best_method, float(per_method[best_method].mean()),
                                             *item_interval(per_method[best_method], opts.ci_level))))
     return out
+
+
+def _samples_grid(aggregates, card) -> tuple[np.ndarray, np.ndarray | None, list[tuple[str, str]]] | None:
+    """A zero-shot card's ``(instructions x items scores, NaN where a budget did not evaluate a cell;
+    each item's gold class on a classification or multiple-choice task, else None; the rows' keys)``
+    read from its variants' per-sample logs under the (model, task)'s metric; None where a variant
+    has no usable log."""
+    from .samples import read_sample_targets
+
+    frame, choice = aggregates.variants, aggregates.metric_choice
+    if frame is None or frame.empty or choice is None or choice.empty or "samples" not in frame:
+        return None
+    metric = choice[(choice["model"] == card.model) & (choice["task"] == card.task)]["metric"]
+    part = frame[(frame["model"] == card.model) & (frame["task"] == card.task) & (frame["setting"] == "zero_shot")]
+    if metric.empty or part.empty:
+        return None
+    scored, targets = [], {}
+    for method, iid in card.instructions:
+        rows = part[(part["method"] == method) & (part["instruction"] == iid)]
+        if len(rows) != 1 or not isinstance(rows["samples"].iloc[0], str):
+            return None
+        try:
+            doc_ids, values, gold = read_sample_targets(rows["samples"].iloc[0], str(metric.iloc[0]))
+        except Exception:  # an unreadable log is the pipeline's issue to report; no test here
+            return None
+        scored.append((doc_ids, values))
+        for doc, target in zip(doc_ids.tolist(), gold):
+            if targets.setdefault(doc, target) != target:
+                return None  # samples of different data
+    items = sorted(targets)
+    if len(items) < 2 or len(scored) < 2:
+        return None
+    column = {doc: j for j, doc in enumerate(items)}
+    Y = np.full((len(scored), len(items)), np.nan)
+    for i, (doc_ids, values) in enumerate(scored):
+        Y[i, [column[d] for d in doc_ids.tolist()]] = values
+    classes = None
+    kinds = part["task_type"].dropna().unique().tolist() if "task_type" in part else []
+    if kinds and set(kinds) <= {"cls", "mcq"} and all(targets[d] is not None for d in items):
+        labels = sorted({str(targets[d]) for d in items})
+        classes = np.array([labels.index(str(targets[d])) for d in items], dtype=int)
+    if not np.isin(Y[np.isfinite(Y)], (0.0, 1.0)).all():
+        return None  # the test's power simulation draws 0/1 outcomes
+    return Y, classes, list(card.instructions)
 
 
 def _null_score(aggregates, card) -> float:
@@ -422,6 +486,7 @@ def _budgeted_nine(card, aggregates, base: dict) -> Verdict:
     if budget is not None:
         sel = lambda f: f[(f["model"] == card.model) & (f["task"] == card.task) & (f["setting"] == card.setting)]  # noqa: E731
         inst = sel(budget.instructions)
+        inst = inst[inst["method"] != "null"]
         if not inst.empty:
             ranked = inst.assign(_s=inst["estimate"].fillna(-math.inf)).sort_values(["_s", "instruction"], ascending=[False, True])
             picks = []
