@@ -399,7 +399,7 @@ def nine_task_verdicts(aggregates, *, n_perm: int = 999, n_power: int | None = N
         keys = [k for k in card.instructions if k in rows]
         if matrix is None or len(keys) != len(card.instructions) or len(keys) < 2:
             out.append(Verdict(**base, stock=_null_score(aggregates, card), stock_se=math.nan, n_items=card.n_items,
-                               p_value=math.nan, detectable_sd=math.nan))
+                               p_value=math.nan, detectable_sd=math.nan, **_picks_without_items(aggregates, card)))
             continue
         Y = np.vstack([matrix.values[rows[k]].mean(axis=0) for k in keys])
         null = next((i for i, k in enumerate(keys) if k[0] == "null"), None)
@@ -469,6 +469,22 @@ def _samples_grid(aggregates, card) -> tuple[np.ndarray, np.ndarray | None, list
     if not np.isin(Y[np.isfinite(Y)], (0.0, 1.0)).all():
         return None  # the test's power simulation draws 0/1 outcomes
     return Y, classes, list(card.instructions)
+
+
+def _picks_without_items(aggregates, card) -> dict[str, Pick | None]:
+    """The best and worst instruction and the best method from the instructions' accuracies alone (no
+    per-item scores: no intervals)."""
+    frame = aggregates.instructions
+    if frame is None or frame.empty or card.setting not in frame:
+        return {}
+    part = frame[(frame["model"] == card.model) & (frame["task"] == card.task) & frame[card.setting].notna()]
+    named = [(r["method"], r["instruction"], float(r[card.setting])) for _, r in part.iterrows()]
+    others = sorted(((-v, iid if str(iid).startswith(str(m)) else f"{m}/{iid}", v) for m, iid, v in named if m != "null"))
+    means = {m: float(np.mean([v for mm, _, v in named if mm == m])) for m in {m for m, _, _ in named}}
+    best_method = max(sorted(means), key=lambda m: means[m]) if means else None
+    return {"best": Pick(others[0][1], others[0][2]) if others else None,
+            "worst": Pick(others[-1][1], others[-1][2]) if others else None,
+            "best_method": Pick(best_method, means[best_method]) if best_method else None}
 
 
 def _null_score(aggregates, card) -> float:

@@ -173,3 +173,18 @@ def test_a_budgeted_zero_shot_grid_is_tested_on_its_observed_cells(tmp_path):
     assert v.word == SENSITIVE and v.p_value <= 0.05
     assert v.best_method is not None and v.best_method.name in {"null", "generic"}
     assert v.line().startswith("m agnews [zero-shot]: null ")
+
+
+def test_without_per_item_scores_the_verdict_is_not_resolved_and_says_why(tmp_path):
+    from instructeval_aggregation.loading import load_runs
+    from instructeval_aggregation.pipeline import aggregate
+    from instructeval_aggregation.testing import SyntheticVariant, write_run
+    from instructeval_aggregation.verdict import verdicts_of
+
+    grid = {("null", "null"): [1, 0, 1, 0], ("generic", "generic-0"): [1, 1, 1, 0], ("generic", "generic-1"): [0, 0, 0, 0]}
+    write_run(tmp_path / "runs", "tiny", [SyntheticVariant("agnews", m, i, "zero_shot", correct=c) for (m, i), c in grid.items()])
+    result = aggregate(load_runs([str(tmp_path / "runs")], samples=False), n_boot=20, use_samples=False)
+    (v,) = verdicts_of(result).nine
+    assert v.word == NOT_RESOLVED
+    assert v.line() == ("tiny agnews [zero-shot]: null 50.0; not resolved (no per-item scores): no instruction SD; "
+                        "best generic-0 75.0, worst generic-1 0.0, best method null 50.0")
