@@ -131,6 +131,8 @@ def data_identity(task: str, data_dir: str | None) -> dict[str, Any]:
     spec = get_spec(task)
     if spec.kind == "ii":
         return _ii_data_identity(task, data_dir)
+    if spec.kind == "ni":
+        return _ni_data_identity(task, data_dir)
     if data_dir:
         out: dict[str, Any] = {"source": "local"}
         for which, name in LOCAL_SPLIT_FILES.items():
@@ -165,6 +167,14 @@ def _ii_data_identity(task: str, data_dir: str | None) -> dict[str, Any]:
     for split in SPLITS:  # raw_path raises IIDataNotFound naming the missing file
         out[f"{split}_sha256"] = sha256_of(raw_path(split, source_name(task), data_dir))
     return out
+
+
+def _ni_data_identity(task: str, data_dir: str | None) -> dict[str, Any]:
+    """A Natural Instructions task: sha256 of its task file (``task_path`` raises NIDataNotFound naming it)."""
+    from ..ni.names import source_name
+    from ..ni.source import task_path
+
+    return {"source": "local", "task_file_sha256": sha256_of(task_path(source_name(task), data_dir))}
 
 
 def run_fingerprint(backend: str, model_args: dict[str, Any], tasks: Iterable[str], data_dir: str | None) -> dict[str, Any]:

@@ -118,8 +118,8 @@ class Variant:
             # Instruction Induction tasks: the whole raw/execute set, as the original protocol.
             "test_sample": None if get_spec(self.task).kind == "ii" else profile.test_sample,
             "test_seed": profile.test_seed,
-            # Instruction Induction tasks read raw inputs: never truncated (their tasks refuse it).
-            "truncate_words": None if get_spec(self.task).kind == "ii" else profile.truncate_words,
+            # Instruction Induction and Natural Instructions tasks read raw inputs: never truncated (they refuse it).
+            "truncate_words": None if get_spec(self.task).kind in ZERO_SHOT_KINDS else profile.truncate_words,
             "data_dir": data_dir,
             "sweep": {**profile.as_dict(), "instruction_text_sha": self.entry.sha},
         }
@@ -140,15 +140,17 @@ class Variant:
 
 # Instruction Induction tasks measure zero-shot execution accuracy on the whole raw/execute set:
 # the demo settings (few_shot, perturbed, ordering) are not planned for them, and the profile's
-# test_sample and truncate_words do not apply (see protocol_metadata).
+# test_sample and truncate_words do not apply (see protocol_metadata). Natural Instructions tasks
+# are zero-shot too (their header carries the task's examples, ``ni_variants``); test_sample applies.
 II_SETTINGS = ("zero_shot",)
+ZERO_SHOT_KINDS = ("ii", "ni")
 
 
 def settings_for(entry_task: str, entry: BankEntry, profile: Profile) -> Iterable[Variant]:
     """The variants of one instruction under ``profile``, in a fixed order."""
     if "zero_shot" in profile.settings:
         yield Variant(entry_task, entry, "zero_shot")
-    if get_spec(entry_task).kind == "ii":
+    if get_spec(entry_task).kind in ZERO_SHOT_KINDS:
         return
     if "few_shot" in profile.settings:
         for seed in range(profile.n_selections):
@@ -171,20 +173,26 @@ def build_plan(
     model_label: str | None = None,
     placements: Sequence[str] = ("description",),
     fewshot_as_multiturn: bool | None = None,
+    data_dir: str | None = None,
 ) -> list[Variant]:
     """Every variant of the sweep, grouped by (task, instruction), in a stable order; each setting
-    once per placement."""
+    once per placement. A Natural Instructions task adds its header encodings (``ni_variants``, read
+    from ``data_dir``) after the bank methods."""
     plan: list[Variant] = []
     for task in tasks:
         spec = get_spec(task)
-        for method in methods:
-            entries = bank.entries(method, spec.name, model_label)
-            for entry in sample_bank_entries(entries, profile.instructions_per_method, profile.instruction_seed):
-                for variant in settings_for(spec.name, entry, profile):
-                    for placement in placements:
-                        chat = placement != "description"
-                        plan.append(replace(variant, placement=placement,
-                                            fewshot_as_multiturn=fewshot_as_multiturn if chat else None))
+        chosen = [entry for method in methods for entry in sample_bank_entries(
+            bank.entries(method, spec.name, model_label), profile.instructions_per_method, profile.instruction_seed)]
+        if spec.kind == "ni":
+            from .ni_variants import header_entries
+
+            chosen += header_entries(spec.name, data_dir)
+        for entry in chosen:
+            for variant in settings_for(spec.name, entry, profile):
+                for placement in placements:
+                    chat = placement != "description"
+                    plan.append(replace(variant, placement=placement,
+                                        fewshot_as_multiturn=fewshot_as_multiturn if chat else None))
     for variant in plan:
         if any(sep in variant.entry.id for sep in ("/", "\\")) or variant.entry.id in (".", ".."):
             raise PlanError(

@@ -236,10 +236,11 @@ class Sweep:
         if not o.tasks and not o.harness_tasks:
             raise UserError("give --tasks (InstructEval's tasks) and/or --harness-tasks (lm-eval's own tasks)")
         self.task_names = resolve_task_names(o.tasks) if o.tasks else []
-        unswept = [t for t in self.task_names if get_spec(t).kind == "ni"]
-        if unswept:
-            raise UserError(f"--tasks {','.join(unswept)}: instructeval run does not sweep the Natural Instructions tasks; "
-                            f"run each with lm_eval --include_path instructeval_tasks (docs/natural-instructions.md)")
+        ni_tasks = [t for t in self.task_names if get_spec(t).kind == "ni"]
+        if ni_tasks and self.budget is not None:
+            raise UserError(f"--budget with --tasks {ni_tasks[0]}: the Natural Instructions tasks are swept on every "
+                            f"instance (their report pairs the encodings instance by instance); drop --budget or run "
+                            f"them into another --output without it")
         _check_nine_task_overrides(o.overrides, self.task_names, o.harness_tasks, self.echo)
         self.method_names = resolve_names(o.methods, self.bank.methods(), "method")
         if self.budget is not None:  # a typo would silently estimate the baseline
@@ -285,18 +286,36 @@ class Sweep:
         """The nine tasks' variants, the stock runs and the harness tasks' variants, each with its metadata."""
         self.placements = _placements(self.o.placements)
         plan = build_plan(self.task_names, self.method_names, self.prof, self.bank, model_label=self.label,
-                          placements=self.placements, fewshot_as_multiturn=self.o.fewshot_as_multiturn)
+                          placements=self.placements, fewshot_as_multiturn=self.o.fewshot_as_multiturn,
+                          data_dir=self.data_dir)
         ii_tasks = [t for t in self.task_names if get_spec(t).kind == "ii"]
         skipped_settings = [s for s in self.prof.settings if s != "zero_shot"]
         if ii_tasks and skipped_settings:
             self.echo(f"sweep: {len(ii_tasks)} Instruction Induction task(s) run zero-shot execution only; "
                       f"settings {', '.join(skipped_settings)} are not planned for them")
+        self.announce_ni(plan, skipped_settings)
         self.model_meta = {k: self.args_dict[k] for k in MODEL_ARG_KEYS if k in self.args_dict}
         self.run_fp = run_fingerprint(self.o.model, self.args_dict, self.task_names, self.data_dir)  # also: every data file exists
         self.plan_variants = [replace(v, metadata=self.job_metadata(v.protocol_metadata(
             self.prof, bank_dir=self.bank_dir, data_dir=self.data_dir), v.task)) for v in plan]
         self.stock_runs = self.plan_stock_runs()
         self.every_harness, self.harness_configs = self.plan_harness()
+
+    def announce_ni(self, plan: list[Variant], skipped_settings: list[str]) -> None:
+        """The plan line of the Natural Instructions tasks: their header encodings, zero-shot only."""
+        ni_tasks = [t for t in self.task_names if get_spec(t).kind == "ni"]
+        if not ni_tasks:
+            return
+        from .ni_variants import skipped_encodings
+
+        headers = sum(1 for v in plan if v.task in ni_tasks and v.method == "ni_header")
+        skipped = {t: skipped_encodings(t, self.data_dir) for t in ni_tasks}
+        notes = "; ".join(f"{t}: {', '.join(e)}" for t, e in skipped.items() if e)
+        self.echo(f"sweep: {len(ni_tasks)} Natural Instructions task(s), zero-shot only"
+                  + (f" (settings {', '.join(skipped_settings)} not planned for them)" if skipped_settings else "")
+                  + f": {headers} header encoding(s) (method ni_header) besides {', '.join(self.method_names)}"
+                  + (f"; not planned, as they repeat an earlier encoding's text or the file lacks their parts: {notes}"
+                     if notes else ""))
 
     def job_metadata(self, meta: dict[str, Any], task: str) -> dict[str, Any]:
         """A job's metadata: its protocol's, the model's keys, the run's fingerprint for ``task``."""
