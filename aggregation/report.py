@@ -357,7 +357,12 @@ def _verdicts_html(aggregates: Aggregates) -> str:
         parts.append("<h3>Model pairs</h3><p class='note'>The share of instructions under which the stock order of two "
                      "models flips (interval over instructions), next to how often it flips when only the items are "
                      "resampled (a paired bootstrap of the two stock scores).</p>")
-        parts.append("<ul class='verdicts'>" + "".join(f"<li>{html.escape(p.line())}</li>" for p in verdicts.pairs) + "</ul>")
+        pair_items = []
+        for pair in verdicts.pairs:
+            head, _, rest = pair.line().partition(": ")
+            who, _, rest = rest.partition(": ")
+            pair_items.append(f"<li><b>{html.escape(head)}: {html.escape(who)}</b>: {html.escape(rest)}</li>")
+        parts.append("<ul class='verdicts'>" + "".join(pair_items) + "</ul>")
     return "\n".join(parts)
 
 

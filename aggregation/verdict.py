@@ -63,9 +63,9 @@ import numpy as np
 import pandas as pd
 
 from .bootstrap import rng_for
+from .harness_effects import NO_EFFECT_ALPHA as ALPHA  # the test's level read as "an instruction effect"
 
 SENSITIVE, ROBUST, NOT_RESOLVED = "sensitive", "robust", "not resolved"
-ALPHA = 0.05  # the level of the permutation test read as "an instruction effect"
 
 
 @dataclass(frozen=True)
@@ -360,7 +360,7 @@ def _best_worst(part: pd.DataFrame, Y: np.ndarray | None, ids: Sequence[str] | N
 
 def nine_task_verdicts(aggregates, *, n_perm: int = 999, n_power: int | None = None) -> list[Verdict]:
     """One verdict per zero- and few-shot card of the nine InstructEval tasks (module doc)."""
-    from .harness_effects import NO_EFFECT_ALPHA, _detectable
+    from .harness_effects import _detectable
     from .instruction_test import POWER_SIMULATIONS, permutation_test
 
     opts = aggregates.options
@@ -386,7 +386,7 @@ def nine_task_verdicts(aggregates, *, n_perm: int = 999, n_power: int | None = N
                 null = next((i for i, k in enumerate(keys) if k[0] == "null"), None)
                 test = permutation_test(Y, classes, n_perm=n_perm, seed=opts.seed, key=key)
                 detect = math.nan
-                if test.p_value > NO_EFFECT_ALPHA and n_power > 0:
+                if test.p_value > ALPHA and n_power > 0:
                     detect = _detectable(Y, classes, None, n_power, rng_for(opts.seed, "verdict-power", *key[1:]))
                 why = "; ".join(f"{name}: {m[name].why}" for name in ("instruction_sd", "spread", "q05", "q95")
                                 if m.get(name) is not None and m[name].value is None and m[name].why)
@@ -409,7 +409,7 @@ def nine_task_verdicts(aggregates, *, n_perm: int = 999, n_power: int | None = N
         test = permutation_test(Y, classes, n_perm=n_perm, seed=opts.seed, key=key)
         detect = math.nan
         binary = bool(np.isin(Y, (0.0, 1.0)).all())  # the power simulation draws 0/1 outcomes
-        if test.p_value > NO_EFFECT_ALPHA and n_power > 0 and binary:
+        if test.p_value > ALPHA and n_power > 0 and binary:
             detect = _detectable(Y, classes, None, n_power, rng_for(opts.seed, "verdict-power", *key[1:]))
         names = [k[1] if str(k[1]).startswith(str(k[0])) else f"{k[0]}/{k[1]}" for k in keys]
         scores = Y.mean(axis=1)
