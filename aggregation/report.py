@@ -269,6 +269,8 @@ def render_html(aggregates: Aggregates, plot_paths: list[Path], plot_note: str =
         pairs = _significant_pairs_html(aggregates) if title == "Significance" else ""
         if not names and not pairs:
             continue
+        if title == "Task-type averages" and len(summary["tasks"]) < 2:
+            continue  # one task: its type's average is its own column of the table above (tables/ has it)
         parts.append(f"<h2>{html.escape(title)}</h2>")
         for name in names:
             parts.append(to_html(aggregates.tables[name]))

@@ -152,6 +152,7 @@ def test_a_one_model_nine_task_report_opens_with_its_verdict(tmp_path):
     page = (out / "report.html").read_text()
     assert page[page.index("<h2>"):].startswith("<h2>Verdict</h2>")
     assert page.index("tiny agnews [zero-shot]</b>") < page.index("Mean relative gain (paper Table 5)")
+    assert "Task-type averages" not in page  # one task: the same column as the gain table
     card = json.loads((out / "sensitivity" / "card.json").read_text())["cards"][0]
     assert card["verdict"]["line"] == first and card["verdict"]["best_method"]["name"] == "generic"
     assert (out / "tables" / "verdicts.md").read_text() == f"# Verdict\n\n- {first}\n"
