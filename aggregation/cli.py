@@ -130,11 +130,17 @@ def run(args: argparse.Namespace) -> int:
 
         harness_log = IssueLog()  # the results files are read once for both (--harness-tasks variants)
         harness_results = load_harness_results(args.paths, harness_log, samples=not args.no_samples)
-        result = aggregate(runset, options, allow_empty=bool(harness_results))
+        from .ni_report import build_ni_report, load_ni_results
+
+        ni_variants = load_ni_results(args.paths, harness_log, samples=not args.no_samples)  # ni_report
+        result = aggregate(runset, options, allow_empty=bool(harness_results) or bool(ni_variants))
         if result.variants is not None and not result.variants.empty:
             add_leaderboard(result, runset, args.paths, leaderboard_map=getattr(args, "leaderboard_map", None), aliases=aliases)
         if harness_results:
             add_harness(result, harness_results, harness_log)
+        elif ni_variants:  # its issues (a variant without samples) join the report's
+            result.issues = sorted([*result.issues, *harness_log.sorted()], key=lambda i: i.sort_key())
+        ni = build_ni_report(ni_variants, seed=options.seed, n_boot=options.n_boot, level=options.ci_level) if ni_variants else None
     except AggregationError as err:
         if not err.issues:
             raise
@@ -146,6 +152,12 @@ def run(args: argparse.Namespace) -> int:
     except OSError as err:
         print(f"instructeval: error: writing the report failed ({err}); {args.out} is unchanged", file=sys.stderr)
         return EXIT_FAILED
+    if ni is not None:  # the Natural Instructions tasks: their own tables file
+        from .ni_report import summary_lines as ni_lines, write_ni_report
+
+        write_ni_report(ni, args.out, decimals=options.decimals)
+        for line in ni_lines(ni):
+            print(line)
     from .verdict import verdicts_of
 
     for line in verdicts_of(result).lines():  # the answer first: one verdict per (model, task, setting), then pairs
@@ -177,6 +189,9 @@ def run(args: argparse.Namespace) -> int:
     if getattr(result, "harness", None) is not None:  # lm-eval's own tasks, instructed: their own tables file
         harness = "the harness-task tables (tables/harness_effects.md)"
         tables = f"{tables} and {harness}" if result.tables else harness
+    if ni is not None:
+        what = "the Natural Instructions tables (tables/natural_instructions.md)"
+        tables = f"{tables} and {what}" if result.tables or getattr(result, "harness", None) is not None else what
     print(
         f"wrote {tables}, {len(written['plots'])} figures and {written['report']} "
         f"({len(errors)} error(s), {len(warnings)} warning(s))"

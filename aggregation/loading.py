@@ -296,6 +296,8 @@ def parse_variant(
     meta = (config or {}).get("metadata") if isinstance(config, Mapping) else None
     if isinstance(meta, Mapping) and isinstance(meta.get("harness"), Mapping):
         return None  # a variant of lm-eval's own task (--harness-tasks): read by harness_effects
+    if isinstance(meta, Mapping) and meta.get("task_type") == "ni":
+        return None  # a Natural Instructions variant: read by ni_report
     if not isinstance(meta, Mapping) or "instructeval_task" not in meta:
         if name.startswith("instructeval_") and not (data.get("group_subtasks") or {}).get(name):
             issues.error("missing-metadata", "no InstructEval metadata (configs[T].metadata.instructeval_task)", file, name)
@@ -451,7 +453,7 @@ def read_results_file(path: Path, issues: IssueLog, *, samples: bool = True) -> 
                 issues.warn("samples-ambiguous", note, file, name)
         variants.append(variant)
     if not variants:
-        if is_stock_results(data) or _harness_only(data):  # read by leaderboard_loading / harness_effects
+        if is_stock_results(data) or _harness_only(data) or _ni_only(data):  # leaderboard_loading / harness_effects / ni_report
             return [], None
         if not any(i.file == file and i.level == "error" for i in issues.items):
             names = sorted(str(n) for n in data["results"])
@@ -481,6 +483,14 @@ def _harness_only(data: Mapping[str, Any]) -> bool:
     configs = data.get("configs") or {}
     return bool(data["results"]) and all(
         isinstance((configs.get(name) or {}).get("metadata"), Mapping) and isinstance(configs[name]["metadata"].get("harness"), Mapping)
+        for name in data["results"])
+
+
+def _ni_only(data: Mapping[str, Any]) -> bool:
+    """Every entry is a Natural Instructions variant (``ni_report`` reads them)."""
+    configs = data.get("configs") or {}
+    return bool(data["results"]) and all(
+        isinstance((configs.get(name) or {}).get("metadata"), Mapping) and configs[name]["metadata"].get("task_type") == "ni"
         for name in data["results"])
 
 

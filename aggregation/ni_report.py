@@ -1,0 +1,315 @@
+"""The Natural Instructions report: scores per task and per category, and the effect of each schema part.
+
+Reads the variants of the ``instructeval_ni_*`` tasks (task metadata ``task_type: ni``; ``instructeval run
+--tasks ni`` writes them) from results files and their per-sample logs. An instruction is labelled by its
+header encoding (method ``ni_header``: ``definition``, ``definition_pos2``, ...), ``null`` (no
+instruction) or its bank id (``generic-0``, ...).
+
+- **Scores** (``scores``): per (model, task, instruction), ``exact_match`` and ``rougeL``, the means of
+  the benchmark's per-instance values as the results file gives them (fractions; SuperNI prints them
+  times 100), with the instance count. Per category (``categories``): the mean over the category's
+  tasks (the results' ``ni_category``, the task file's ``Categories``) of the task means.
+- **Schema-part effects** (``effects``): for each part of ``SCHEMA_PARTS`` (encoding A minus encoding
+  B, e.g. ``definition_pos2 - definition``: the 2 positive examples), per (model, task, metric) the
+  mean over the instances both variants scored of ``value_A - value_B``, with a paired percentile
+  bootstrap interval: each replicate draws the task's instances with replacement
+  (``bootstrap.resample_counts``; generator ``bootstrap.rng_for(seed, "ni", model, task, instance
+  ids)``, the same draw for every part and metric of the task, so the intervals are paired). Per
+  category the effect is the mean of its tasks' effects, each replicate the mean of the tasks'
+  replicates (tasks resampled independently). A part whose two encodings are not both present (an
+  encoding not planned because it repeats another's text, or not run) has no row.
+
+Example:
+    >>> [part.name for part in SCHEMA_PARTS][:3]
+    ['definition', '2 positive examples', '2 negative examples']
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .bootstrap import resample_counts, rng_for
+from .issues import IssueLog
+from .json_input import BadJson, parse_json_bytes
+from .loading import expand_paths, find_samples, results_stamp
+
+NI_TASK_TYPE = "ni"
+METRICS = ("exact_match", "rougeL")
+NULL = "null"
+
+
+@dataclass(frozen=True)
+class SchemaPart:
+    """The effect of one part of the header: encoding ``with_part`` minus encoding ``without``."""
+
+    name: str
+    with_part: str
+    without: str
+
+
+SCHEMA_PARTS: tuple[SchemaPart, ...] = (
+    SchemaPart("definition", "definition_pos2", "pos2"),
+    SchemaPart("2 positive examples", "definition_pos2", "definition"),
+    SchemaPart("2 negative examples", "definition_pos2_neg2", "definition_pos2"),
+    SchemaPart("explanations (positive examples)", "definition_pos2_explanations", "definition_pos2"),
+    SchemaPart("explanations (positive and negative)", "definition_pos2_neg2_explanations", "definition_pos2_neg2"),
+    SchemaPart("every positive example, explained", "prompt_definition_pos_examples", "definition_pos2_explanations"),
+    SchemaPart("definition alone (vs no instruction)", "definition", NULL),
+    SchemaPart("standard header (vs no instruction)", "definition_pos2", NULL),
+)
+
+
+@dataclass
+class NIVariant:
+    """One variant of a Natural Instructions task: its scores and, from its samples, per-instance values."""
+
+    model: str
+    task: str
+    category: str
+    instruction: str
+    file: str
+    means: dict[str, float]
+    n: int
+    values: dict[str, dict[str, float]] = field(default_factory=dict)  # metric -> instance id -> value
+
+
+def is_ni_metadata(meta: Any) -> bool:
+    """Task metadata of a Natural Instructions variant (read here, not by the nine tasks' loading)."""
+    return isinstance(meta, Mapping) and meta.get("task_type") == NI_TASK_TYPE and "instructeval_task" in meta
+
+
+def instruction_label(meta: Mapping[str, Any]) -> str:
+    """``definition_pos2`` (a header encoding), ``null`` or the bank id (``generic-0``)."""
+    if meta.get("method") == "ni_header" and meta.get("instruction_encoding"):
+        return str(meta["instruction_encoding"])
+    if meta.get("method") in (None, NULL) or meta.get("instruction_id") == NULL:
+        return NULL
+    return str(meta.get("instruction_id") or meta.get("method"))
+
+
+def _instance_values(path: str) -> dict[str, dict[str, float]]:
+    """metric -> instance id (the doc's ``id``, else its ``doc_id``) -> value, from one samples file."""
+    out: dict[str, dict[str, float]] = {m: {} for m in METRICS}
+    for raw in Path(path).read_bytes().split(b"\n"):
+        if not raw.strip():
+            continue
+        record = parse_json_bytes(raw)
+        doc = record.get("doc") if isinstance(record.get("doc"), Mapping) else {}
+        key = str(doc.get("id", record.get("doc_id")))
+        for metric in METRICS:
+            if isinstance(record.get(metric), (int, float)):
+                out[metric][key] = float(record[metric])
+    return out
+
+
+def _variant(name: str, meta: Mapping[str, Any], result: Mapping[str, Any], path: Path, data: Mapping[str, Any],
+             issues: IssueLog, samples: bool) -> NIVariant | None:
+    means = {m: result.get(f"{m},none") for m in METRICS}
+    if not all(isinstance(v, (int, float)) for v in means.values()):
+        issues.error("missing-metric", f"a Natural Instructions variant without {' and '.join(METRICS)}", str(path), name)
+        return None
+    task = str(meta["instructeval_task"]).removeprefix("instructeval_")
+    variant = NIVariant(model=str(meta.get("model_label") or data.get("model_name") or "model"), task=task,
+                        category=str(meta.get("ni_category") or "unknown"), instruction=instruction_label(meta),
+                        file=str(path), means={m: float(v) for m, v in means.items()},
+                        n=int(result.get("sample_len") or meta.get("eval_size") or 0))
+    if samples:
+        try:
+            found, note = find_samples(path, name, results_stamp(path), data["results"].keys())
+        except OSError:  # the exact name (variant and stamp) too long for the file system: a sweep's, named by time
+            found, note = find_samples(path, name, None, data["results"].keys())
+        if found:
+            try:
+                variant.values = _instance_values(found)
+            except (OSError, BadJson) as err:
+                issues.warn("bad-samples", f"samples file {found} unreadable ({err}): no schema-part effects for it",
+                            str(path), name)
+        else:
+            issues.warn("no-samples", note or "no samples file: no schema-part effects for this variant", str(path), name)
+    return variant
+
+
+def load_ni_results(paths: Iterable[str], issues: IssueLog, *, samples: bool = True) -> list[NIVariant]:
+    """The Natural Instructions variants of the results files under ``paths`` (problems go to ``issues``)."""
+    out: list[NIVariant] = []
+    for path in sorted(expand_paths(paths, IssueLog()), key=lambda p: p.as_posix()):
+        try:
+            data = parse_json_bytes(path.read_bytes())
+        except (OSError, BadJson):
+            continue  # the nine tasks' loading reports it
+        if not isinstance(data, Mapping) or not isinstance(data.get("results"), Mapping):
+            continue
+        for name in sorted(data["results"]):
+            meta = ((data.get("configs") or {}).get(name) or {}).get("metadata")
+            if is_ni_metadata(meta) and isinstance(data["results"][name], Mapping):
+                variant = _variant(name, meta, data["results"][name], path, data, issues, samples)
+                if variant is not None:
+                    out.append(variant)
+    return out
+
+
+def scores(variants: Sequence[NIVariant]) -> pd.DataFrame:
+    """One row per (model, category, task, instruction): n, exact_match, rougeL."""
+    rows = [{"model": v.model, "category": v.category, "task": v.task, "instruction": v.instruction, "n": v.n, **v.means}
+            for v in variants]
+    return pd.DataFrame(rows, columns=["model", "category", "task", "instruction", "n", *METRICS])
+
+
+def categories(table: pd.DataFrame) -> pd.DataFrame:
+    """Per (model, category, instruction): the mean of the task means, and how many tasks."""
+    grouped = table.groupby(["model", "category", "instruction"], sort=False)
+    out = grouped[list(METRICS)].mean().reset_index()
+    out.insert(3, "tasks", grouped["task"].nunique().to_numpy())
+    return out
+
+
+@dataclass
+class Effect:
+    """One schema part's effect on one (model, task or category, metric)."""
+
+    model: str
+    scope: str  # "task" or "category"
+    name: str  # the task id or the category
+    category: str
+    part: str
+    contrast: str
+    metric: str
+    diff: float
+    replicates: np.ndarray | None
+    n: int
+
+
+def _task_effects(model: str, task: str, category: str, by_label: dict[str, NIVariant], *, seed: str,
+                  n_boot: int) -> list[Effect]:
+    """The schema-part effects of one (model, task); one resampling of its instances for all of them."""
+    out: list[Effect] = []
+    for part in SCHEMA_PARTS:
+        a, b = by_label.get(part.with_part), by_label.get(part.without)
+        if a is None or b is None:
+            continue
+        for metric in METRICS:
+            ids = sorted(set(a.values.get(metric, {})) & set(b.values.get(metric, {})))
+            if not ids:
+                continue
+            d = np.array([a.values[metric][i] - b.values[metric][i] for i in ids])
+            reps = None
+            if n_boot > 0:
+                signature = hashlib.sha256("\0".join(ids).encode("utf-8")).hexdigest()[:16]
+                counts = resample_counts(rng_for(seed, NI_TASK_TYPE, model, task, signature), len(ids), n_boot)
+                reps = counts @ d / len(ids)
+            out.append(Effect(model, "task", task, category, part.name, f"{part.with_part} - {part.without}", metric,
+                              float(d.mean()), reps, len(ids)))
+    return out
+
+
+def effects(variants: Sequence[NIVariant], *, seed: str, n_boot: int) -> list[Effect]:
+    """Every task's schema-part effects, then each category's (the mean over its tasks)."""
+    grouped: dict[tuple[str, str, str], dict[str, NIVariant]] = {}
+    for v in variants:
+        grouped.setdefault((v.model, v.task, v.category), {})[v.instruction] = v
+    per_task = [e for (model, task, category), labels in grouped.items()
+                for e in _task_effects(model, task, category, labels, seed=seed, n_boot=n_boot)]
+    pooled: dict[tuple[str, str, str, str, str], list[Effect]] = {}
+    for e in per_task:
+        pooled.setdefault((e.model, e.category, e.part, e.contrast, e.metric), []).append(e)
+    per_category = []
+    for (model, category, part, contrast, metric), group in pooled.items():
+        reps = None if any(e.replicates is None for e in group) else np.mean([e.replicates for e in group], axis=0)
+        per_category.append(Effect(model, "category", category, category, part, contrast, metric,
+                                   float(np.mean([e.diff for e in group])), reps, sum(e.n for e in group)))
+    return per_task + per_category
+
+
+def effects_frame(found: Sequence[Effect], level: float) -> pd.DataFrame:
+    """The effects as rows, each with its percentile interval at ``level`` (NaN without replicates)."""
+    rows = []
+    for e in found:
+        low = high = math.nan
+        if e.replicates is not None and len(e.replicates):
+            low, high = (float(q) for q in np.quantile(e.replicates, [(1 - level) / 2, (1 + level) / 2]))
+        rows.append({"model": e.model, "scope": e.scope, "name": e.name, "category": e.category, "part": e.part,
+                     "contrast": e.contrast, "metric": e.metric, "diff": e.diff, "ci_low": low, "ci_high": high,
+                     "n": e.n})
+    return pd.DataFrame(rows, columns=["model", "scope", "name", "category", "part", "contrast", "metric", "diff",
+                                       "ci_low", "ci_high", "n"])
+
+
+@dataclass
+class NIReport:
+    """The report's three frames (see the module docstring) and how the intervals were made."""
+
+    scores: pd.DataFrame
+    categories: pd.DataFrame
+    effects: pd.DataFrame
+    level: float
+    n_boot: int
+
+
+def build_ni_report(variants: Sequence[NIVariant], *, seed: str, n_boot: int, level: float) -> NIReport:
+    table = scores(variants)
+    return NIReport(table, categories(table), effects_frame(effects(variants, seed=seed, n_boot=n_boot), level),
+                    level, n_boot)
+
+
+def _fmt(value: Any, decimals: int) -> str:
+    if isinstance(value, float):
+        return "" if math.isnan(value) else f"{value:.{decimals}f}"
+    return str(value)
+
+
+def _markdown(frame: pd.DataFrame, decimals: int) -> list[str]:
+    lines = ["| " + " | ".join(frame.columns) + " |", "|" + "---|" * len(frame.columns)]
+    lines += ["| " + " | ".join(_fmt(v, decimals) for v in row) + " |" for row in frame.itertuples(index=False)]
+    return lines
+
+
+def report_markdown(report: NIReport, decimals: int = 3) -> str:
+    """``tables/natural_instructions.md``: the per-task and per-category scores, then the effects."""
+    interval = (f"paired bootstrap {report.level:.0%} interval over the instances ({report.n_boot} replicates)"
+                if report.n_boot else "no interval (--bootstrap 0)")
+    effects_of = {scope: report.effects[report.effects["scope"] == scope].drop(columns="scope")
+                  for scope in ("task", "category")}
+    return "\n".join([
+        "# Natural Instructions", "",
+        "Exact match and ROUGE-L as Super-NaturalInstructions scores them, as fractions (the benchmark prints "
+        "them times 100).", "", "## Per task", "", *_markdown(report.scores, decimals), "",
+        "## Per category (mean over the category's tasks)", "", *_markdown(report.categories, decimals), "",
+        f"## Schema-part effects per task (A - B, {interval})", "", *_markdown(effects_of["task"], decimals), "",
+        "## Schema-part effects per category (mean of the tasks' effects)", "",
+        *_markdown(effects_of["category"], decimals), ""])
+
+
+def write_ni_report(report: NIReport, out: str | Path, decimals: int = 3) -> list[str]:
+    """Write ``tables/natural_instructions.md`` and ``data/ni_{scores,categories,effects}.csv``; their paths."""
+    out = Path(out)
+    (out / "tables").mkdir(parents=True, exist_ok=True)
+    (out / "data").mkdir(parents=True, exist_ok=True)
+    paths = [out / "tables" / "natural_instructions.md"]
+    paths[0].write_text(report_markdown(report, decimals), encoding="utf-8")
+    for name, frame in (("scores", report.scores), ("categories", report.categories), ("effects", report.effects)):
+        paths.append(out / "data" / f"ni_{name}.csv")
+        frame.to_csv(paths[-1], index=False)
+    return [str(p) for p in paths]
+
+
+def summary_lines(report: NIReport) -> list[str]:
+    """The terminal's lines: per (model, category), ROUGE-L under the standard encoding and the largest effect."""
+    lines = []
+    standard = report.categories[report.categories["instruction"] == "definition_pos2"]
+    effects_ = report.effects[(report.effects["scope"] == "category") & (report.effects["metric"] == "rougeL")]
+    for row in standard.itertuples(index=False):
+        line = f"ni {row.model} | {row.category}: ROUGE-L {row.rougeL:.3f} (definition_pos2)"
+        mine = effects_[(effects_["model"] == row.model) & (effects_["name"] == row.category)]
+        if not mine.empty:
+            top = mine.loc[mine["diff"].abs().idxmax()]
+            ci = "" if math.isnan(top["ci_low"]) else f" [{top['ci_low']:+.3f}, {top['ci_high']:+.3f}]"
+            line += f"; largest schema-part effect: {top['part']} {top['diff']:+.3f}{ci}"
+        lines.append(line)
+    return lines
