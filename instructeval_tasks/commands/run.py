@@ -42,8 +42,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--model", required=True, help="harness backend: hf, vllm, local-completions, ...")
     parser.add_argument("--model_args", "--model-args", dest="model_args", default="", help="backend arguments, as for lm_eval")
-    parser.add_argument("--tasks", default=None, help="comma list of task ids (agnews,imdb,..., ii_sum,...), 'all' (the nine) or "
-                        "'instructeval_ii' (zero-shot only); required unless --harness-tasks is given")
+    parser.add_argument("--tasks", default=None, help="comma list of task ids (agnews,imdb,..., ii_sum,..., "
+                        "ni_task190_snli_classification,...), 'all' (the nine), 'instructeval_ii' (zero-shot only) or 'ni' "
+                        "(the 12 Natural Instructions tasks: zero-shot, every encoding of their header); required unless "
+                        "--harness-tasks is given")
     parser.add_argument("--harness-tasks", dest="harness_tasks", default=None, metavar="NAME[:NSHOT],...",
                         help="lm-eval's own tasks, groups or tags (hellaswag:10,boolq,gsm8k:5,bbh_fewshot_navigate) to "
                         "sweep the null and generic instructions over, each on its own protocol; the null variant is "
