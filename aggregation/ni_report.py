@@ -35,6 +35,9 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from instructeval_tasks.encodings import NI_ENCODINGS
+from instructeval_tasks.ni.names import NI_TASKS, ni_id
+
 from .bootstrap import resample_counts, rng_for
 from .issues import IssueLog
 from .json_input import BadJson, parse_json_bytes
@@ -155,10 +158,21 @@ def load_ni_results(paths: Iterable[str], issues: IssueLog, *, samples: bool = T
     return out
 
 
+# The report's order: the tasks as the data's tasks.txt lists them; no instruction, the bank's, then the
+# header encodings from the fewest parts to the whole header.
+_TASK_ORDER = {ni_id(task): n for n, task in enumerate(NI_TASKS)}
+_ENCODING_ORDER = {e: n for n, e in enumerate((*NI_ENCODINGS, "pos_examples", "prompt_definition_pos_examples", "full"))}
+
+
+def _order(v: NIVariant) -> tuple:
+    where = -1 if v.instruction == NULL else _ENCODING_ORDER.get(v.instruction, -0.5)
+    return v.model, _TASK_ORDER.get(v.task, len(_TASK_ORDER)), v.task, where, v.instruction
+
+
 def scores(variants: Sequence[NIVariant]) -> pd.DataFrame:
-    """One row per (model, category, task, instruction): n, exact_match, rougeL."""
+    """One row per (model, category, task, instruction): n, exact_match, rougeL (in the report's order)."""
     rows = [{"model": v.model, "category": v.category, "task": v.task, "instruction": v.instruction, "n": v.n, **v.means}
-            for v in variants]
+            for v in sorted(variants, key=_order)]
     return pd.DataFrame(rows, columns=["model", "category", "task", "instruction", "n", *METRICS])
 
 
@@ -212,7 +226,7 @@ def _task_effects(model: str, task: str, category: str, by_label: dict[str, NIVa
 def effects(variants: Sequence[NIVariant], *, seed: str, n_boot: int) -> list[Effect]:
     """Every task's schema-part effects, then each category's (the mean over its tasks)."""
     grouped: dict[tuple[str, str, str], dict[str, NIVariant]] = {}
-    for v in variants:
+    for v in sorted(variants, key=_order):
         grouped.setdefault((v.model, v.task, v.category), {})[v.instruction] = v
     per_task = [e for (model, task, category), labels in grouped.items()
                 for e in _task_effects(model, task, category, labels, seed=seed, n_boot=n_boot)]
@@ -307,7 +321,9 @@ def summary_lines(report: NIReport) -> list[str]:
     for row in standard.itertuples(index=False):
         line = f"ni {row.model} | {row.category}: ROUGE-L {row.rougeL:.3f} (definition_pos2)"
         mine = effects_[(effects_["model"] == row.model) & (effects_["name"] == row.category)]
-        if not mine.empty:
+        if not mine.empty and not mine["diff"].abs().gt(0).any():
+            line += "; no schema part changes it on these instances (every effect 0)"
+        elif not mine.empty:
             top = mine.loc[mine["diff"].abs().idxmax()]
             ci = "" if math.isnan(top["ci_low"]) else f" [{top['ci_low']:+.3f}, {top['ci_high']:+.3f}]"
             line += f"; largest schema-part effect: {top['part']} {top['diff']:+.3f}{ci}"
