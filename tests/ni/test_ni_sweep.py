@@ -141,3 +141,12 @@ def test_aggregate_reports_per_task_per_category_and_schema_part_effects(swept, 
     assert f"ni {model} | Textual Entailment: ROUGE-L {entail.iloc[0]['rougeL']:.3f} (definition_pos2)" in printed
     assert "tables/natural_instructions.md" in printed
     assert "## Per category" in (tmp_path / "agg" / "tables" / "natural_instructions.md").read_text()
+
+
+def test_aggregate_without_samples_gives_the_scores_and_no_effects(swept, tmp_path):
+    import pandas as pd
+
+    assert aggregate_main([str(swept[0]), "--out", str(tmp_path / "agg"), "--no-samples"]) == 0
+    scores = pd.read_csv(tmp_path / "agg" / "data" / "ni_scores.csv", keep_default_na=False, na_values=[""])
+    effects = pd.read_csv(tmp_path / "agg" / "data" / "ni_effects.csv", keep_default_na=False, na_values=[""])
+    assert len(scores) == 17 and effects.empty
