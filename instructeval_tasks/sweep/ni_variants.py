@@ -21,9 +21,10 @@ from __future__ import annotations
 from instructeval_banks import BankEntry
 
 from ..encodings import NI_ENCODINGS
-from ..ni.names import source_name
+from ..errors import UserError
+from ..ni.names import REPOSITORY, source_name
 from ..ni.prompt import render_header
-from ..ni.source import read_task_file
+from ..ni.source import LOCAL_DIR, read_task_file
 from ..ni.task import HEADER_METHOD
 from ..options import OptionError
 
@@ -39,7 +40,15 @@ def header_id(task: str, encoding: str) -> str:
 
 def rendered_headers(task: str, data_dir: str | None) -> dict[str, str | None]:
     """encoding -> its header text on ``task``'s file, None where the text repeats an earlier encoding's
-    or the file has none of the encoding's parts."""
+    or the file has none of the encoding's parts.
+
+    Raises:
+        UserError: no data directory (the sweep's option named); NIDataNotFound: no task file there.
+    """
+    if not data_dir:
+        raise UserError(f"--tasks {task}: no data directory; give --data-dir <dir> (or set $INSTRUCTEVAL_DATA_DIR) "
+                        f"holding <dir>/{LOCAL_DIR}/tasks/{source_name(task)}.json (a clone of {REPOSITORY} named "
+                        f"{LOCAL_DIR}, or ../shared/data)")
     task_file = read_task_file(source_name(task), data_dir)
     out: dict[str, str | None] = {}
     for encoding in HEADER_ENCODINGS:
@@ -54,8 +63,8 @@ def rendered_headers(task: str, data_dir: str | None) -> dict[str, str | None]:
 def header_entries(task: str, data_dir: str | None) -> list[BankEntry]:
     """The ``ni_header`` instructions of ``task`` (``ni_<task>``), one per distinct encoding, in
     ``HEADER_ENCODINGS`` order."""
-    path = str(read_task_file(source_name(task), data_dir).path)
     texts = [(encoding, text) for encoding, text in rendered_headers(task, data_dir).items() if text is not None]
+    path = str(read_task_file(source_name(task), data_dir).path)
     return [BankEntry(id=header_id(task, encoding), text=text, method=HEADER_METHOD, task=task, index=n,
                       source_file=path, extra={"instruction_encoding": encoding})
             for n, (encoding, text) in enumerate(texts)]

@@ -150,3 +150,12 @@ def test_aggregate_without_samples_gives_the_scores_and_no_effects(swept, tmp_pa
     scores = pd.read_csv(tmp_path / "agg" / "data" / "ni_scores.csv", keep_default_na=False, na_values=[""])
     effects = pd.read_csv(tmp_path / "agg" / "data" / "ni_effects.csv", keep_default_na=False, na_values=[""])
     assert len(scores) == 17 and effects.empty
+
+
+def test_sweep_without_a_data_directory_names_the_option(tmp_path, monkeypatch):
+    monkeypatch.delenv("INSTRUCTEVAL_DATA_DIR", raising=False)
+    with pytest.raises(UserError) as err:
+        run_sweep(model="hf", model_args="pretrained=unused", tasks=SNLI, methods="null", output=str(tmp_path / "out"),
+                  dry_run=True, progress=False, echo=lambda line: None)
+    assert str(err.value).startswith(f"--tasks {SNLI}: no data directory; give --data-dir <dir> (or set "
+                                     "$INSTRUCTEVAL_DATA_DIR) holding <dir>/natural_instructions/tasks/")
