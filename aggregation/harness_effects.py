@@ -14,7 +14,8 @@ Per (model, harness task, placement, n-shot), over the instructions (the null on
   bootstrap interval;
 - a **within-item permutation test** of "no instruction matters" (``instruction_test``: residuals from
   each item's mean, summed per instruction and gold answer, so a shift toward one label counts too;
-  valid under every budget design), and where it finds no effect at 5%, the instruction-effect SD it
+  valid wherever the cells were fixed before any outcome: not run on the adaptive design's grids),
+  and where it finds no effect at 5%, the instruction-effect SD it
   would detect with 80% power (``detectable_sd``, simulated under the crossed model's item distribution);
 - per gold answer of a multiple-choice task, each instruction's accuracy and its score at the
   evaluation split's own class mix (``harness_classes``; ``data/harness_classes.csv``).
@@ -235,6 +236,9 @@ def score_rows(members: Sequence[HarnessResult], values: Sequence[float], drawn:
 # Posterior predictive draws of a budgeted grid for its instruction-effect SD.
 BUDGET_DRAWS = 200
 NO_EFFECT_ALPHA = 0.05  # the level at which "no evidence of an instruction effect" is read, and its power computed
+ADAPTIVE = "adaptive"
+ADAPTIVE_NO_TEST = ("not tested: the adaptive design's later rounds choose cells from the outcomes, under which "
+                    "the test's size is not established; deal the cells with --budget-design uniform or balanced")
 
 
 @dataclass
@@ -404,12 +408,18 @@ def _grid_effects(key: tuple, members: list[HarnessResult], later: list[HarnessR
     if sd.value is not None:
         row.update(instruction_sd=sd.value, instruction_sd_low=sd.ci_low if sd.ci_low is not None else math.nan,
                    instruction_sd_high=sd.ci_high if sd.ci_high is not None else math.nan)
+    if design is not None and ADAPTIVE in design[0]:  # its cells were chosen from outcomes: no valid test (instruction_test)
+        row["not_resolved"] = merged_reasons([*filter(None, row["not_resolved"].split("; ")), f"permutation_p: {ADAPTIVE_NO_TEST}"])
+        return row, card, grid_scores, ((ids_of(members), got.drawn, instruction_ok) if got is not None else None)
     test = permutation_test(Y, classes, n_perm=n_perm, seed=seed, key=key)
     row["permutation_p"] = test.p_value
     if test.p_value > NO_EFFECT_ALPHA and n_power > 0:
         row["detectable_sd"] = _detectable(Y, classes, fit, n_power, rng_for(seed, "harness-power", *key))
-    ids = [r.instruction_id for r in members]
-    return row, card, grid_scores, ((ids, got.drawn, instruction_ok) if got is not None else None)
+    return row, card, grid_scores, ((ids_of(members), got.drawn, instruction_ok) if got is not None else None)
+
+
+def ids_of(members: Sequence[HarnessResult]) -> list[str]:
+    return [r.instruction_id for r in members]
 
 
 def _detectable(Y: np.ndarray, classes: np.ndarray | None, fit: Any, n_power: int, rng: np.random.Generator) -> float:

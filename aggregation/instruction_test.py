@@ -1,11 +1,13 @@
-r"""Does any instruction matter? A within-item permutation test valid under any budget design, and its power.
+r"""Does any instruction matter? A within-item permutation test valid under designs fixed in advance, and its power.
 
 **Hypothesis.** Under "no instruction matters" an item's outcome does not depend on which instruction
-asked it: the scores of item j under the instructions that evaluated it are exchangeable. Whatever
-cells a design dealt (every cell, a uniform or gold-balanced share, adaptive rounds that depend only on
-earlier outcomes' totals per item, or the stock instruction on every item), permuting each item's
-observed scores among the instructions that scored it leaves their joint distribution unchanged, so
-the test below has its nominal size under every design.
+asked it: the scores of item j under the instructions that evaluated it are exchangeable. Where the
+cells were chosen before any outcome was seen (every cell, a budget's uniform or gold-balanced share,
+the stock instruction on every item), permuting each item's observed scores among the instructions
+that scored it leaves their joint distribution unchanged, so the test has its nominal size
+(``benchmarks/instruction_test_validation.py`` measures it). The adaptive design's later rounds
+choose cells from the outcomes already seen, which this argument does not cover: there the test's
+size is not established (the reports' verdicts say so).
 
 **Statistic.** Each observed cell's residual from its item's mean over the instructions that scored
 it, ``r_ij = y_ij - mean_{k in R_j} y_kj`` (item difficulty cancels: instructions dealt different items

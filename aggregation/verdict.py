@@ -12,7 +12,9 @@ r"""The verdict: one line per (model, task, setting) that answers "does my numbe
   instruction-effect SD ``d`` the design detects with 80% power (``detectable_sd``);
 - the **verdict word**:
 
-  - ``sensitive``: ``p <= 0.05`` (the test keeps its size under every design, budgeted ones included);
+  - ``sensitive``: ``p <= 0.05`` (the test keeps its size wherever the cells were fixed before any outcome:
+    every cell, a budget's uniform or balanced design; under the adaptive design it is not run and the
+    verdict is ``not resolved``);
   - ``robust``: ``p > 0.05``, and ``d <= SE``: an instruction effect as large as the stock score's own
     item noise would have been seen with 80% power, and none was; on a budgeted grid also every
     statistic the budget validation checks is resolved;
@@ -63,6 +65,7 @@ import numpy as np
 import pandas as pd
 
 from .bootstrap import rng_for
+from .harness_effects import ADAPTIVE, ADAPTIVE_NO_TEST
 from .harness_effects import NO_EFFECT_ALPHA as ALPHA  # the test's level read as "an instruction effect"
 
 SENSITIVE, ROBUST, NOT_RESOLVED = "sensitive", "robust", "not resolved"
@@ -381,7 +384,10 @@ def nine_task_verdicts(aggregates, *, n_perm: int = 999, n_power: int | None = N
         samples = _samples_grid(aggregates, card) if card.setting == "zero_shot" else None
         if card.estimated:
             verdict = _budgeted_nine(card, aggregates, base)
-            if samples is not None:  # the test holds under the budget's design: it permutes the observed cells
+            adaptive = _adaptive(aggregates, card)
+            if adaptive:
+                verdict = replace(verdict, abstained=f"the no-effect test: {ADAPTIVE_NO_TEST}")
+            elif samples is not None:  # the test holds under a design fixed in advance: it permutes the observed cells
                 Y, classes, keys = samples
                 null = next((i for i, k in enumerate(keys) if k[0] == "null"), None)
                 test = permutation_test(Y, classes, n_perm=n_perm, seed=opts.seed, key=key)
@@ -493,6 +499,15 @@ def _null_score(aggregates, card) -> float:
         return math.nan
     part = frame[(frame["model"] == card.model) & (frame["task"] == card.task) & (frame["method"] == "null")]
     return float(part[card.setting].iloc[0]) if not part.empty and pd.notna(part[card.setting].iloc[0]) else math.nan
+
+
+def _adaptive(aggregates, card) -> bool:
+    """Whether a budgeted card's grid was dealt by the adaptive design (``BudgetEstimates.grids``' ``design``)."""
+    grids = aggregates.budget.grids if aggregates.budget is not None else None
+    if grids is None or grids.empty:
+        return False
+    part = grids[(grids["model"] == card.model) & (grids["task"] == card.task) & (grids["setting"] == card.setting)]
+    return any(ADAPTIVE in str(d) for d in part["design"])
 
 
 def _budgeted_nine(card, aggregates, base: dict) -> Verdict:

@@ -20,7 +20,8 @@ STAMP = "2026-01-01T00-00-00.000000"
 
 
 def _write_grid(folder: Path, model: str, task: str, grid: np.ndarray, keep: np.ndarray | None = None, *,
-                labels: list[str] | None = None, fraction: float = 0.3, split: dict | None = None) -> None:
+                labels: list[str] | None = None, fraction: float = 0.3, split: dict | None = None,
+                design: str | None = None) -> None:
     """A harness run's files: instruction i (row 0 = null) scored on the items ``keep[i]`` (every item
     without ``keep``: a full grid); ``labels``: each item's gold ``target`` on a multiple-choice task."""
     out = folder / model
@@ -37,7 +38,8 @@ def _write_grid(folder: Path, model: str, task: str, grid: np.ndarray, keep: np.
                             "instruction": "" if i == 0 else f"text {iid}", "placement": "description", "test_ids": ids,
                             **({"split_classes": split} if split else {})}}
         if not keep.all():
-            meta["budget"] = {"fraction": fraction, "seed": 0, "items": items, "n_items": grid.shape[1]}
+            meta["budget"] = {"fraction": fraction, "seed": 0, "items": items, "n_items": grid.shape[1],
+                              **({"design": design} if design else {})}
         results[name] = {"alias": name, "acc,none": float(grid[i, items].mean())}
         configs[name] = {"task": name, "metric_list": [{"metric": "acc"}], "metadata": meta,
                          **({"output_type": "multiple_choice"} if labels else {})}
@@ -121,6 +123,17 @@ def test_one_value_for_every_instruction_is_not_printed_as_a_range(tmp_path, val
     assert row["min_high"] > row["min_low"] and row["max"] - row["min"] > points.max() - points.min()
     # (whether the intervals cover the full grid's values at such a budget is the validation's
     # question: where they do not, the shipped table leaves the statistic unresolved)
+
+
+def test_the_adaptive_designs_grids_are_not_tested(tmp_path, validated):
+    """Its later rounds choose cells from the outcomes: the permutation argument does not hold there."""
+    rng = np.random.default_rng(6)
+    grid = _grid(rng, [0.0, -2.0, -1.0, 1.0, 2.0], 120)
+    _write_grid(tmp_path, "m", "boolq", grid, _mask(rng, grid.shape, 0.25), fraction=0.25, design="adaptive")
+    out, _ = _effects(tmp_path, n_power=0)
+    row = out.effects.iloc[0]
+    assert math.isnan(row["permutation_p"]) and "not tested: the adaptive design" in row["not_resolved"]
+    assert not math.isnan(row["max"])  # the statistics from the draws are still reported where resolved
 
 
 def test_a_null_grid_built_from_a_real_grid_rejects_at_about_the_nominal_rate():
