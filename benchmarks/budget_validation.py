@@ -45,7 +45,7 @@ model fitted to the whole real grid (its instructions' and methods' effects, eac
 from its posterior), scored against that grid's own exact accuracies. There the model holds exactly,
 so a target it misses is one that no better fit of this model can meet on these cells; where the
 real grid misses and the simulated one does not, the model's misfit costs the difference.
-The targets checked at the end, for the default design (adaptive), the balanced and the uniform one: at 10%,
+The targets checked at the end, for the default design (``DEFAULT_DESIGN``) first, then the adaptive, the balanced and the uniform one: at 10%,
 method-mean MAE <= 1.0 and quantile MAE <= 1.5 points on every grid, method means never worse than
 the subset's on any grid, coverage 90-97% pooled over the grids (and, on its own line, each grid's
 coverages outside 90-97%); the adaptive design at 5% at least as good as each design run at 10%,
@@ -1034,8 +1034,8 @@ TIE = 0.005  # accuracy points: MAEs closer than the table's precision count as 
 
 
 def _verdicts(results: dict, keys: list[str], gains: dict[str, float] | None = None) -> list[str]:
-    """The targets of the module doc, per grid, from what was run: for the default design (adaptive)
-    and, when they were run too, the balanced and the uniform ones (the adaptive design's rounds
+    """The targets of the module doc, per grid, from what was run: for the default design
+    (``DEFAULT_DESIGN``) first and, when they were run, the adaptive, balanced and uniform ones (the adaptive design's rounds
     choose cells by their outcomes, so its method means are held against the balanced design's subset).
     Prints them and returns the lines printed."""
     from instructeval_tasks.sweep.budget import DEFAULT_DESIGN
@@ -1047,7 +1047,7 @@ def _verdicts(results: dict, keys: list[str], gains: dict[str, float] | None = N
         print(line)
 
     at = lambda f, d, k, e: results.get((f, d, k, e), [])  # noqa: E731
-    designs = [d for d in dict.fromkeys((DEFAULT_DESIGN, "balanced", "uniform")) if at(0.1, d, keys[0], "model")]
+    designs = [d for d in dict.fromkeys((DEFAULT_DESIGN, "adaptive", "balanced", "uniform")) if at(0.1, d, keys[0], "model")]
     for design in designs:
         say(f"targets at 10% ({design} design, the aggregation's estimates):")
         failures = []
