@@ -104,12 +104,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="comma list of methods whose instructions get every item (default null, the baseline "
                              "of relative gain; '' for none)")
     budget.add_argument("--budget-design", dest="budget_design", default=None, choices=("uniform", "balanced", "adaptive"),
-                        help="adaptive (default): half the budget uniformly, the rest in two rounds to the cells "
-                             "the estimate is least sure of (the label scores on a classification grid, else the "
-                             "item-response model): the closest method means and rankings; balanced: the cells "
-                             "dealt in advance, shared among the methods by the square root of their instruction "
-                             "counts; uniform: every instruction gets the same share of items. A folder begun with "
-                             "another design continues with it when this option is left out")
+                        help="uniform (default): every instruction gets the same share of items, dealt in advance "
+                             "(the design the budget validation supports best; the no-effect test is valid on it); "
+                             "balanced: dealt in advance, shared among the methods by the square root of their "
+                             "instruction counts; adaptive: half the budget uniformly, the rest in two rounds to the "
+                             "cells the estimate is least sure of (the closest method means; its grids get no "
+                             "no-effect test). A folder begun with another design continues with it when this "
+                             "option is left out")
     budget.add_argument("--budget-extend", dest="budget_extend", type=float, default=None, metavar="F2",
                         help="bring a folder's budgeted grids (run with the same command and --budget F) to a share "
                              "F2 > F of their cells, keeping every saved cell: the new ones in rounds to the cells "

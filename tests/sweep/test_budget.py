@@ -127,12 +127,12 @@ def test_balanced_cells_keep_the_sampler_guarantees():
                         methods=["adhoc"] * 50) == uniform
 
 
-def test_the_default_design_is_adaptive_and_the_balanced_one_has_its_own_minimum():
-    assert Budget(0.1).design == "adaptive" and Budget(0.1).min_items == 10
-    assert Budget(0.1, design="uniform").min_items == 10 and Budget(0.1, design="balanced").min_items == 5
-    assert Budget(0.1).as_dict()["design"] == "adaptive"
-    assert Budget(0.1).defaulted == {"design", "min_items"} and Budget(0.1, design="adaptive").defaulted == {"min_items"}
-    assert Budget(0.1) == Budget(0.1, design="adaptive", min_items=10)  # what was left out is no part of the budget
+def test_the_default_design_is_uniform_and_the_balanced_one_has_its_own_minimum():
+    assert Budget(0.1).design == "uniform" and Budget(0.1).min_items == 10
+    assert Budget(0.1, design="adaptive").min_items == 10 and Budget(0.1, design="balanced").min_items == 5
+    assert "design" not in Budget(0.1).as_dict()  # a uniform record is as it was before designs existed
+    assert Budget(0.1).defaulted == {"design", "min_items"} and Budget(0.1, design="uniform").defaulted == {"min_items"}
+    assert Budget(0.1) == Budget(0.1, design="uniform", min_items=10)  # what was left out is no part of the budget
     assert "design" not in Budget(0.1, design="uniform").as_dict()  # uniform records are as they were
 
 
@@ -248,7 +248,7 @@ def test_resume_skips_the_same_budget_and_refuses_another(budgeted_sweep, tiny_m
     again = _sweep(out, tiny_model_dir, tiny_data_dir, Budget(0.25, min_items=2), echo=lines.append)
     assert again.skipped == 24 and again.evaluated == 0
     assert f"budget: {out / 'tiny_model0'} was begun with the balanced design, so it continues with it " \
-           "(--budget-design balanced); the default design, adaptive, needs another --output" in lines
+           "(--budget-design balanced); the default design, uniform, needs another --output" in lines
     assert any(line.startswith("budget 0.25 (seed 0, balanced design)") for line in lines)
     with pytest.raises(SweepStoreError, match=r"\(seed 0, --budget-design balanced\); this run asks for --budget 0.25 "
                                               r"\(seed 0, --budget-design adaptive\)"):  # named: no longer the folder's
@@ -387,7 +387,7 @@ def test_the_cli_offers_every_design_and_defaults_to_the_budgets_default():
     assert design.help.startswith(f"{DEFAULT_DESIGN} (default)")
 
 
-def test_the_cli_budget_is_adaptive_by_default(tmp_path, tiny_model_dir, tiny_data_dir):
+def test_the_cli_budget_is_uniform_by_default(tmp_path, tiny_model_dir, tiny_data_dir):
     proc = subprocess.run(
         [sys.executable, "-m", "instructeval_tasks.cli", "run", "--model", "hf", "--model_args",
          f"pretrained={tiny_model_dir},dtype=float32", "--tasks", "agnews", "--methods", "null,generic",
@@ -396,11 +396,9 @@ def test_the_cli_budget_is_adaptive_by_default(tmp_path, tiny_model_dir, tiny_da
         capture_output=True, text=True,
     )
     assert proc.returncode == 0, proc.stderr
-    # the uniform design's cells at 0.5 (null on every item, 5 x 4); the first slice half of them,
-    # dealt uniformly (5 x 2), the rest in the rounds
-    assert "budget 0.5 (seed 0, adaptive design): 28 of 48 (instruction, item) cells" in proc.stderr
-    assert "adaptive: 18 now, the rest in 2 rounds" in proc.stderr
-    assert "then the adaptive rounds 1-2: each round's cells are chosen from the scores saved before it" in proc.stderr
+    # the uniform design's cells at 0.5: null on every item (8), the 5 others on 4 items each
+    assert "budget 0.5 (seed 0, uniform design): 28 of 48 (instruction, item) cells" in proc.stderr
+    assert "every instruction >= 4 items" in proc.stderr and "adaptive" not in proc.stderr
 
 
 def test_the_cli_budget_deals_balanced_cells(tmp_path, tiny_model_dir, tiny_data_dir):
