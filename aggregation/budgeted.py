@@ -488,3 +488,45 @@ def estimate_budgeted(
         estimated=estimated,
         draws=draws_of,
     )
+
+
+def maxp_from_draws(maxp: pd.DataFrame, acc_long: pd.DataFrame, budget: BudgetEstimates | None,
+                    level: float) -> tuple[pd.DataFrame, list[str]]:
+    """The MaxP cells (``relative_gain.two_level_mean(acc_long, "value", how="max")``: per (metric, task,
+    method) the mean over models of the best instruction's accuracy) with each budgeted model's best
+    taken from its grid's draws: per draw the max over the method's instructions, the draws' median
+    (the point estimates' max is pulled toward the method's mean). Where the budget validation does
+    not resolve ``maxp`` at the grid's design and budget (``budget_validity``), the cell is NaN and a
+    note says why. A setting of several grids (demo sets) averages its grids' draws, draw by draw.
+    Returns the cells and the notes.
+    """
+    if budget is None or not budget.draws or maxp.empty:
+        return maxp, []
+    per_model = acc_long.groupby(["metric", "task", "method", "model"], sort=True)["value"].max()
+    notes: list[str] = []
+    for (model, task, setting), grids in sorted(budget.draws.items()):
+        keys = sorted(grids[0].keys)
+        if any(sorted(g.keys) != keys for g in grids):
+            per_model.loc[[k for k in per_model.index if k[0] == setting and k[1] == task and k[3] == model]] = np.nan
+            notes.append(f"{model} {task} {setting}: its grids (demo sets) hold different instructions; MaxP not estimated")
+            continue
+        # an instruction's accuracy in a setting of several grids (demo sets) is its mean over them, draw by
+        # draw (independent fits: draw d of each)
+        n = min(len(g.drawn) for g in grids)
+        drawn = np.mean([g.drawn[:n][:, [g.keys.index(k) for k in keys]] for g in grids], axis=0)
+        verdicts = [resolution("maxp", g.estimator, g.design[0], g.design[1], g.n_items) for g in grids]
+        unresolved = next((v for v in verdicts if not v.resolved), None)
+        for method in sorted({m for m, _ in keys}):
+            key = (setting, task, method, model)
+            if key not in per_model.index:
+                continue
+            rows = [i for i, (m, _) in enumerate(keys) if m == method]
+            per_model.loc[key] = np.nan if unresolved else 100.0 * float(np.median(drawn[:, rows].max(axis=1)))
+        if unresolved:
+            notes.append(f"{model} {task} {setting}: MaxP {unresolved.why}")
+    frame = per_model.rename("best").reset_index()
+    cells = frame.groupby(["metric", "task", "method"], sort=True).agg(
+        value=("best", lambda s: float(s.mean()) if s.notna().all() else np.nan), n_models=("best", "count")).reset_index()
+    out = maxp.drop(columns=["value"]).merge(cells[["metric", "task", "method", "value"]], on=["metric", "task", "method"],
+                                              how="left")
+    return out[list(maxp.columns)], notes

@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 
 from .bootstrap import bootstrap_cells, paired_tests
-from .budgeted import DEFAULT_ESTIMATE_DRAWS, BudgetEstimates, estimate_budgeted, is_budgeted
+from .budgeted import DEFAULT_ESTIMATE_DRAWS, BudgetEstimates, estimate_budgeted, is_budgeted, maxp_from_draws
 from .estimate_marks import mark_estimates
 from .catalog import ACCURACY_METRICS, GENERATION_METRICS, METRIC_TITLES, SENSITIVITY_METRICS, order_methods, order_tasks
 from .issues import AggregationError, Issue, IssueLog
@@ -253,6 +253,9 @@ def aggregate(runset: RunSet, options: AggregateOptions | None = None, *, allow_
     avgp = two_level_mean(acc_long, "value")
     avgp["kind"] = "avgp"
     maxp = two_level_mean(acc_long, "value", how="max")
+    maxp, maxp_notes = maxp_from_draws(maxp, acc_long, budget, options.ci_level)  # a budgeted grid's best from its draws
+    for note in maxp_notes:
+        issues.warn("budget", note)
     maxp["kind"] = "maxp"
 
     registry = Registry.load(options.model_registries)

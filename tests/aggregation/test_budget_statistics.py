@@ -229,3 +229,24 @@ def test_a_budgeted_nine_task_card_takes_its_measures_from_the_draws_or_says_not
     instructions = result.budget.instructions.set_index("instruction")
     assert math.isnan(instructions.loc["generic-3", "estimate"]) and instructions.loc["generic-3", "not_resolved"]
     assert (instructions["not_resolved"] != "").all()  # (here the null instruction is budgeted too)
+
+
+def test_a_budgeted_grids_maxp_comes_from_its_draws_or_is_not_printed(tmp_path, validated):
+    from instructeval_aggregation import aggregate, load_runs
+
+    rng = np.random.default_rng(8)
+    y = _grid(rng, list(np.linspace(-1.5, 1.5, 9)), 80)
+    _nine_task_run(tmp_path / "runs", y, 0.25)
+    result = aggregate(load_runs([tmp_path / "runs"]), n_boot=0, estimate_draws=100)
+    maxp = result.tables["maxp_zero_shot"].frame.loc["generic", "agnews"]
+    estimates = result.budget.instructions
+    points = 100 * estimates[estimates["method"] == "generic"]["estimate"].max()
+    assert maxp > points  # the draws' best, not the shrunk estimates' best
+    grid = result.budget.draws[("m", "agnews", "zero_shot")][0]
+    rows = [i for i, (m, _) in enumerate(grid.keys) if m == "generic"]
+    assert maxp == pytest.approx(100 * np.median(grid.drawn[:, rows].max(axis=1)))
+
+    validated(lambda statistic, design, budget: statistic != "maxp")
+    result = aggregate(load_runs([tmp_path / "runs"]), n_boot=0, estimate_draws=100)
+    assert math.isnan(result.tables["maxp_zero_shot"].frame.loc["generic", "agnews"])
+    assert any("MaxP not resolved at --budget 0.25" in str(i) for i in result.issues)
