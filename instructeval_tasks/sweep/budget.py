@@ -16,7 +16,7 @@ one demo set -- whose rows are the plan's instructions and whose columns are the
   different class for each instruction.
 
 The default design, ``uniform``, is the one the budget validation supports best for the statistics
-the reports lead with (``docs/validation/budget.md``: at 10% it resolves the most of them for the
+the reports lead with (``docs/validation/budget.md``: it resolves the most of them for the
 item-response model, and its cells, fixed before any outcome, keep the no-effect test valid).
 ``adaptive`` (``sweep.adaptive``) deals half of the budget as the uniform design does and chooses
 the rest in rounds from the scores of the cells saved before them.
