@@ -165,8 +165,13 @@ class SensitivityCard:
         """One line for the terminal, e.g. ``smollm2 agnews zero-shot: 61.0 [47.0-70.0] across 51 instructions; ...``."""
         m = self.measures
         where = f" [{self.placement}]" if self.placement else ""
-        text = (f"{self.model} {self.task}{where} {self.setting.replace('_', '-')}: {_num(m['avgp'].value)} "
-                f"[{_num(m['minp'].value)}-{_num(m['maxp'].value)}] across {len(self.instructions)} instructions")
+        head = f"{self.model} {self.task}{where} {self.setting.replace('_', '-')}: "
+        if all(m[k].value is None and (m[k].why or "").startswith("not resolved") for k in ("avgp", "minp", "maxp")):
+            text = head + (f"AvgP, MinP, MaxP not resolved across {len(self.instructions)} instructions "
+                           "(sensitivity/card.json gives each reason)")
+        else:
+            text = head + (f"{_shown(m['avgp'])} [{_shown(m['minp'])}-{_shown(m['maxp'])}] "
+                           f"across {len(self.instructions)} instructions")
         sd = m.get("instruction_sd")
         if sd is not None and sd.value is not None:
             text += f"; instruction SD {_num(sd.value)}"
@@ -183,6 +188,13 @@ def _finite(value: float | None) -> float | None:
 
 def _num(value: float | None) -> str:
     return "n/a" if value is None or not math.isfinite(value) else f"{value:.1f}"
+
+
+def _shown(measure: "Measure") -> str:
+    """A measure's value for the terminal line: ``not resolved`` where a budget's validation abstains."""
+    if measure.value is None and (measure.why or "").startswith("not resolved"):
+        return "not resolved"
+    return _num(measure.value)
 
 
 def _point_measures(acc: np.ndarray) -> dict[str, float]:

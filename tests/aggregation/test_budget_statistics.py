@@ -250,3 +250,13 @@ def test_a_budgeted_grids_maxp_comes_from_its_draws_or_is_not_printed(tmp_path, 
     result = aggregate(load_runs([tmp_path / "runs"]), n_boot=0, estimate_draws=100)
     assert math.isnan(result.tables["maxp_zero_shot"].frame.loc["generic", "agnews"])
     assert any("MaxP not resolved at --budget 0.25" in str(i) for i in result.issues)
+
+
+def test_the_cards_terminal_line_says_not_resolved_instead_of_n_a(tmp_path, validated):
+    validated(lambda statistic, design, budget: False)
+    rng = np.random.default_rng(12)
+    grid = _grid(rng, [0.0, -1.0, 0.5, 1.0], 100)
+    _write_grid(tmp_path, "m", "hellaswag", grid, _mask(rng, grid.shape, 0.1), fraction=0.1)
+    out, _ = _effects(tmp_path, n_power=0)
+    line = out.cards[0].summary_line()
+    assert "AvgP, MinP, MaxP not resolved across 4 instructions" in line and "n/a" not in line
