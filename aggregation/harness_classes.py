@@ -51,7 +51,8 @@ def class_rows(instructions: Sequence[str], Y: np.ndarray, classes: np.ndarray, 
     unresolved = by_class is not None and resolved is not None and not resolved.resolved
     out = []
     for i, name in enumerate(instructions):
-        if by_class is None:
+        exact = by_class is None or bool(np.isfinite(Y[i]).all())  # every item scored (the stock row): exact
+        if exact:
             acc = np.array([np.nanmean(Y[i, classes == c]) if np.isfinite(Y[i, classes == c]).any() else math.nan
                             for c in range(n_classes)])
             per_class = [(float(a), math.nan, math.nan) for a in acc]
@@ -59,12 +60,13 @@ def class_rows(instructions: Sequence[str], Y: np.ndarray, classes: np.ndarray, 
         else:
             per_class = [tuple(summarize(by_class[:, i, c], level).__dict__.values()) for c in range(n_classes)]
             mixed = tuple(summarize(by_class[:, i, :] @ shares, level).__dict__.values())
+        hidden = unresolved and not exact
         for c, label in enumerate(labels):
-            values = (math.nan,) * 3 if unresolved else per_class[c]
-            mixed_values = (math.nan,) * 3 if unresolved else mixed
+            values = (math.nan,) * 3 if hidden else per_class[c]
+            mixed_values = (math.nan,) * 3 if hidden else mixed
             out.append({"instruction": name, "class": label, "items": int(np.isfinite(Y[i, classes == c]).sum()),
                         "accuracy": values[0], "accuracy_low": values[1], "accuracy_high": values[2],
                         "split_share": float(shares[c]) if mix == "split" else math.nan, "mix": mix,
                         "at_split_mix": mixed_values[0], "at_split_mix_low": mixed_values[1],
-                        "at_split_mix_high": mixed_values[2], "not_resolved": resolved.why if unresolved else ""})
+                        "at_split_mix_high": mixed_values[2], "not_resolved": resolved.why if hidden else ""})
     return out

@@ -191,7 +191,14 @@ def harness_html(effects: HarnessEffects, figures: dict[str, Path], img: Callabl
              "where the budget validation resolves it at the run's design and budget ('not resolved' says what "
              "would); the stock score stays exact; data/harness_scores.csv gives each estimate its "
              "interval and its difference to the stock score with an interval and P(above stock).</p>",
-             "<div class='wide'>" + frame_html(effects_table(effects)) + "</div>"]
+             "<div class='wide'>" + frame_html(effects_table(effects).drop(columns=["not resolved"], errors="ignore"))
+             + "</div>"]
+    reasons = [r for r in effects.effects.to_dict("records") if r.get("not_resolved")]
+    if reasons:  # beside the table, not in a column: the sentences are long
+        parts.append("<p class='note'>Not resolved (the budget validation, docs/validation/budget.md):</p><ul>"
+                     + "".join(f"<li><b>{html.escape(str(r['model']))} {html.escape(str(r['task']))} "
+                               f"[{html.escape(str(r['placement']))}, {r['num_fewshot']}-shot]</b>: "
+                               f"{html.escape(r['not_resolved'])}</li>" for r in reasons) + "</ul>")
     if not effects.rankings.empty:
         parts.append("<h3>Rank stability across models</h3>")
         parts.append("<p class='note'>Flip probability: the share of instructions under which a stock-ordered pair of "

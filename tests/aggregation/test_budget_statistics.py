@@ -260,3 +260,16 @@ def test_the_cards_terminal_line_says_not_resolved_instead_of_n_a(tmp_path, vali
     out, _ = _effects(tmp_path, n_power=0)
     line = out.cards[0].summary_line()
     assert "AvgP, MinP, MaxP not resolved across 4 instructions" in line and "n/a" not in line
+
+
+def test_unresolved_per_class_rows_still_show_the_stock_rows_exact_accuracies(tmp_path, validated):
+    validated(lambda statistic, design, budget: False)
+    rng = np.random.default_rng(13)
+    labels = ["0", "1"] * 50
+    grid = _grid(rng, [0.0, -1.0, 0.5, 1.0], 100)
+    _write_grid(tmp_path, "m", "boolq", grid, _mask(rng, grid.shape, 0.2), fraction=0.2, labels=labels)
+    out, _ = _effects(tmp_path, n_power=0)
+    classes = out.classes.set_index(["instruction", "class"])
+    ones = np.array([label == "1" for label in labels])
+    assert classes.loc[("null", "1"), "accuracy"] == pytest.approx(grid[0, ones].mean())
+    assert math.isnan(classes.loc[("generic-1", "1"), "accuracy"]) and classes.loc[("generic-1", "1"), "not_resolved"]
