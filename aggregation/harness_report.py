@@ -212,7 +212,8 @@ def harness_html(effects: HarnessEffects, figures: dict[str, Path], img: Callabl
                      "and a budget's cells are balanced over the answers, so an instruction that moves answers toward "
                      "one label keeps its balanced accuracy but not its leaderboard score "
                      "(data/harness_classes.csv).</p>")
-        parts.append("<div class='wide'>" + frame_html(effects.classes, decimals=3) + "</div>")
+        parts.append("<div class='wide'>" + frame_html(effects.classes.drop(columns=["not_resolved"]), decimals=3)
+                     + "</div>")  # (blank where not resolved: the reasons are in the list above and the CSV)
     for stem in sorted(s for s in figures if s.startswith("harness_")):
         parts.append(img(figures[stem]))
     if effects.notes:
