@@ -36,6 +36,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from .draw_statistics import STATISTICS
 from .issues import AggregationError
 
 TABLE_PATH = Path(__file__).with_name("budget_validity.json")
@@ -102,15 +103,17 @@ def resolution(statistic: str, estimator: str, design: str, fraction: float, n_i
                              f"(up to {float(budgets[-1]):g}) resolves it; evaluate the full grid (no --budget)")
 
 
+# every statistic the validation judges: those of draw_statistics, each instruction's accuracy, the SD
+VALIDATED = (*STATISTICS, "instruction", "instruction_sd")
 ESTIMATORS = ("item-response", "choice scores")
 DESIGNS = ("uniform", "balanced", "adaptive")
 BUDGETS = (0.05, 0.1, 0.25)
 
 
-def table_of(resolved: Callable[[str, str, float], bool], statistics: Sequence[str]) -> dict[str, Any]:
+def table_of(resolved: Callable[[str, str, float], bool], statistics: Sequence[str] = VALIDATED) -> dict[str, Any]:
     """A table of this module's form (``{"resolved": ...}``) for both estimators, every design and
     the budgets 5, 10 and 25%, in which ``resolved(statistic, design, budget)`` says where each of
-    ``statistics`` is resolved (for a table of your own, or a test's).
+    ``statistics`` (default every validated one) is resolved (for a table of your own, or a test's).
 
         >>> t = table_of(lambda s, d, b: b >= 0.1, ["max"])["resolved"]
         >>> resolution("max", "item-response", "balanced", 0.05, 100, table=t).resolved

@@ -8,9 +8,6 @@ from typing import Callable
 import pytest
 
 from instructeval_aggregation.budget_validity import TABLE_ENV, table_of
-from instructeval_aggregation.draw_statistics import STATISTICS
-
-STATISTIC_NAMES = (*STATISTICS, "instruction", "instruction_sd")
 
 
 @pytest.fixture
@@ -19,7 +16,7 @@ def validated(monkeypatch, tmp_path) -> Callable[[Callable[[str, str, float], bo
     ``$INSTRUCTEVAL_BUDGET_VALIDITY``; by default every statistic is resolved everywhere."""
 
     def install(resolved: Callable[[str, str, float], bool] = lambda s, d, b: True) -> dict:
-        table = table_of(resolved, STATISTIC_NAMES)
+        table = table_of(resolved)
         path = tmp_path / f"validity_{len(list(tmp_path.glob('validity_*')))}.json"
         path.write_text(json.dumps(table))
         monkeypatch.setenv(TABLE_ENV, str(path))
