@@ -525,3 +525,35 @@ def shared_data_dir() -> Path:
     if not path.is_dir():
         pytest.skip(f"shared sample data not found at {path}")
     return path
+
+
+@pytest.fixture(scope="session")
+def scripted_lm():
+    """A harness LM class for tests: ``ScriptedLM(reply)``'s ``generate_until`` answers
+    ``reply(context)`` and records every context (``contexts``) and its generation kwargs
+    (``gen_kwargs``); it scores no log-likelihoods."""
+    from lm_eval.api.model import LM
+
+    class ScriptedLM(LM):
+        def __init__(self, reply) -> None:
+            super().__init__()
+            self.reply = reply
+            self.contexts: list[str] = []
+            self.gen_kwargs: list[dict] = []
+
+        def generate_until(self, requests, disable_tqdm: bool = False):
+            out = []
+            for req in requests:
+                context, kwargs = req.args
+                self.contexts.append(context)
+                self.gen_kwargs.append(dict(kwargs))
+                out.append(self.reply(context))
+            return out
+
+        def loglikelihood(self, requests, disable_tqdm: bool = False):
+            raise NotImplementedError
+
+        def loglikelihood_rolling(self, requests, disable_tqdm: bool = False):
+            raise NotImplementedError
+
+    return ScriptedLM

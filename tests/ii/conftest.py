@@ -3,7 +3,7 @@ file format, with each task's extra fields) and scripted harness LMs.
 
 The rows are written by hand per task format so that prompts and scores can be checked exactly
 without ``../shared``. ``OracleLM`` answers every ``Input: X`` block with the gold answer of X (plus
-trailing noise the original's normalisation must cut); ``ScriptedLM`` returns fixed strings.
+trailing noise the original's normalisation must cut); ``ii.ScriptedLM`` (the ``scripted_lm`` fixture of tests/conftest.py) returns fixed strings.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lm_eval.api.model import LM
 
 from instructeval_tasks.ii.names import INDUCTION_TASKS
 
@@ -67,31 +66,6 @@ def ii_data_dir(tmp_path_factory) -> Path:
 _LAST_INPUT = re.compile(r"Input: (.*)\nOutput:$", re.S)
 
 
-class ScriptedLM(LM):
-    """``generate_until`` answers from ``reply(context)``; records every context."""
-
-    def __init__(self, reply) -> None:
-        super().__init__()
-        self.reply = reply
-        self.contexts: list[str] = []
-        self.gen_kwargs: list[dict] = []
-
-    def generate_until(self, requests, disable_tqdm: bool = False):
-        out = []
-        for req in requests:
-            context, kwargs = req.args
-            self.contexts.append(context)
-            self.gen_kwargs.append(dict(kwargs))
-            out.append(self.reply(context))
-        return out
-
-    def loglikelihood(self, requests, disable_tqdm: bool = False):
-        raise NotImplementedError
-
-    def loglikelihood_rolling(self, requests, disable_tqdm: bool = False):
-        raise NotImplementedError
-
-
 def oracle(answers_by_input: dict[str, str]):
     """A reply function giving the gold answer of the context's last ``Input:`` block, with noise after it."""
 
@@ -105,11 +79,11 @@ def oracle(answers_by_input: dict[str, str]):
 
 
 @pytest.fixture(scope="session")
-def ii():
+def ii(scripted_lm):
     """The helpers of this folder (test modules take them from here rather than importing conftest)."""
 
     class Helpers:
-        ScriptedLM = ScriptedLM
+        ScriptedLM = scripted_lm
         oracle = staticmethod(oracle)
         task_examples = staticmethod(task_examples)
         write_raw_dir = staticmethod(write_raw_dir)

@@ -54,10 +54,11 @@ def ni_data_dir(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def ni():
+def ni(scripted_lm):
     """The helpers of this folder (test modules take them from here rather than importing conftest)."""
 
     class Helpers:
+        ScriptedLM = scripted_lm
         toy_task = staticmethod(toy_task)
         write_task = staticmethod(write_task)
         TOY_TASK = "instructeval_ni_" + TOY_TASK

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 
 import lm_eval
-from lm_eval.api.model import LM
 import pytest
 
 import instructeval_tasks
@@ -15,29 +14,6 @@ from instructeval_banks import render_structured
 from instructeval_tasks.errors import UserError
 from instructeval_tasks.ni.prompt import render_header
 from instructeval_tasks.ni.source import read_task_file
-
-
-class ScriptedLM(LM):
-    """``generate_until`` answers from ``reply(context)``; records every context and its generation kwargs."""
-
-    def __init__(self, reply) -> None:
-        super().__init__()
-        self.reply, self.contexts, self.gen_kwargs = reply, [], []
-
-    def generate_until(self, requests, disable_tqdm: bool = False):
-        out = []
-        for req in requests:
-            context, kwargs = req.args
-            self.contexts.append(context)
-            self.gen_kwargs.append(dict(kwargs))
-            out.append(self.reply(context))
-        return out
-
-    def loglikelihood(self, requests, disable_tqdm: bool = False):
-        raise NotImplementedError
-
-    def loglikelihood_rolling(self, requests, disable_tqdm: bool = False):
-        raise NotImplementedError
 
 
 def evaluate(lm, tasks, metadata, **kwargs):
@@ -53,7 +29,7 @@ STANDARD = (
 
 
 def test_default_is_the_standard_encoding_and_its_prompt_is_pinned(ni_data_dir, ni):
-    lm = ScriptedLM(lambda c: "x")
+    lm = ni.ScriptedLM(lambda c: "x")
     results = evaluate(lm, [ni.TOY_TASK], {"data_dir": str(ni_data_dir)})
     assert lm.contexts == [f"{STANDARD}Input: Claim {i}.\nOutput:" for i in range(3)]
     assert lm.gen_kwargs == [{"until": ["\n"], "max_gen_toks": 128, "do_sample": False}] * 3
@@ -91,7 +67,7 @@ ENCODED = {
 
 @pytest.mark.parametrize("encoding", sorted(ENCODED))
 def test_each_encoding_renders_its_parts(ni_data_dir, ni, encoding):
-    lm = ScriptedLM(lambda c: "x")
+    lm = ni.ScriptedLM(lambda c: "x")
     evaluate(lm, [ni.TOY_TASK], {"data_dir": str(ni_data_dir), "instruction_encoding": encoding}, limit=1)
     assert lm.contexts == [ENCODED[encoding] + "\n\nInput: Claim 0.\nOutput:"]
 
@@ -113,14 +89,14 @@ def test_the_nine_tasks_encodings_render_as_a_structured_bank_entry(ni_data_dir)
 def test_an_encoding_of_absent_parts_is_refused(ni_data_dir, ni):
     with pytest.raises(UserError, match=r"instruction_encoding=prompt_avoid: .*task190_snli_classification\.json "
                                         r"has none of its parts \(prompt, things_to_avoid\).*method null"):
-        evaluate(ScriptedLM(lambda c: "x"), [ni.TOY_TASK], {"data_dir": str(ni_data_dir),
+        evaluate(ni.ScriptedLM(lambda c: "x"), [ni.TOY_TASK], {"data_dir": str(ni_data_dir),
                                                             "instruction_encoding": "prompt_avoid"})
 
 
 def test_null_literal_and_generic_instructions(ni_data_dir, ni):
     for metadata, head in (({"method": "null"}, ""), ({"instruction": "Judge it."}, "Judge it.\n\n"),
                            ({"method": "generic", "instruction_index": 0}, "Solve the following task:\n\n")):
-        lm = ScriptedLM(lambda c: "x")
+        lm = ni.ScriptedLM(lambda c: "x")
         evaluate(lm, [ni.TOY_TASK], {"data_dir": str(ni_data_dir), **metadata}, limit=1)
         assert lm.contexts == [f"{head}Input: Claim 0.\nOutput:"]
 
@@ -129,7 +105,7 @@ def test_scores_are_the_benchmarks_per_instance_maxima(ni_data_dir, ni):
     replies = {"Claim 0.": " yes 0\nInput: more",  # first line "yes 0": exact match with "Yes 0." -> 1, ROUGE 1
                "Claim 1.": " yep",                 # vs "yep 1": ROUGE P 1, R 1/2 -> 2/3; no exact match
                "Claim 2.": " no"}                  # nothing in common
-    lm = ScriptedLM(lambda c: replies[c.rsplit("Input: ", 1)[1].split("\n")[0]])
+    lm = ni.ScriptedLM(lambda c: replies[c.rsplit("Input: ", 1)[1].split("\n")[0]])
     results = evaluate(lm, [ni.TOY_TASK], {"data_dir": str(ni_data_dir)}, log_samples=True)
     r = results["results"][ni.TOY_TASK]
     assert r["exact_match,none"] == pytest.approx(1 / 3)
@@ -140,7 +116,7 @@ def test_scores_are_the_benchmarks_per_instance_maxima(ni_data_dir, ni):
 
 def test_multiline_outputs_stop_only_at_eos_and_are_scored_whole(tmp_path, ni):
     root = ni.write_task(tmp_path, ni.toy_task(1, multiline=True))
-    lm = ScriptedLM(lambda c: " line 0\nsecond 0")
+    lm = ni.ScriptedLM(lambda c: " line 0\nsecond 0")
     results = evaluate(lm, [ni.TOY_TASK], {"data_dir": str(root)})
     assert lm.gen_kwargs == [{"until": [], "max_gen_toks": 128, "do_sample": False}]
     assert results["results"][ni.TOY_TASK]["exact_match,none"] == 1.0
@@ -149,14 +125,14 @@ def test_multiline_outputs_stop_only_at_eos_and_are_scored_whole(tmp_path, ni):
 
 def test_only_the_first_100_instances_are_evaluated(tmp_path, ni):
     root = ni.write_task(tmp_path, ni.toy_task(103))
-    lm = ScriptedLM(lambda c: "x")
+    lm = ni.ScriptedLM(lambda c: "x")
     results = evaluate(lm, [ni.TOY_TASK], {"data_dir": str(root), "method": "null"})
     assert lm.contexts == [f"Input: Claim {i}.\nOutput:" for i in range(100)]
     assert results["configs"][ni.TOY_TASK]["metadata"]["eval_size"] == 100
 
 
 def test_demonstrations_come_from_the_positive_examples(ni_data_dir, ni):
-    lm = ScriptedLM(lambda c: "x")
+    lm = ni.ScriptedLM(lambda c: "x")
     results = evaluate(lm, [ni.TOY_TASK], {"data_dir": str(ni_data_dir), "method": "null", "demo_seed": 1},
                        num_fewshot=2, limit=1)
     meta = results["configs"][ni.TOY_TASK]["metadata"]
@@ -170,9 +146,9 @@ def test_demonstrations_come_from_the_positive_examples(ni_data_dir, ni):
 def test_a_data_dir_that_is_the_clone_itself_names_the_fix(tmp_path, ni):
     clone = ni.write_task(tmp_path, ni.toy_task()) / "natural_instructions"
     with pytest.raises(UserError, match=r"is the clone itself: pass its parent as data_dir"):
-        evaluate(ScriptedLM(lambda c: "x"), [ni.TOY_TASK], {"data_dir": str(clone)})
+        evaluate(ni.ScriptedLM(lambda c: "x"), [ni.TOY_TASK], {"data_dir": str(clone)})
     with pytest.raises(UserError, match=r"the data directory .*nope itself does not exist"):
-        evaluate(ScriptedLM(lambda c: "x"), [ni.TOY_TASK], {"data_dir": str(tmp_path / "nope")})
+        evaluate(ni.ScriptedLM(lambda c: "x"), [ni.TOY_TASK], {"data_dir": str(tmp_path / "nope")})
 
 
 def test_a_malformed_task_file_names_the_file_and_field(tmp_path, ni):
@@ -181,16 +157,16 @@ def test_a_malformed_task_file_names_the_file_and_field(tmp_path, ni):
     root = ni.write_task(tmp_path, payload)
     with pytest.raises(UserError, match=r"task190_snli_classification\.json: Instances\[1\] must be an object "
                                         r"with a string input and output: a non-empty list of strings"):
-        evaluate(ScriptedLM(lambda c: "x"), [ni.TOY_TASK], {"data_dir": str(root)})
+        evaluate(ni.ScriptedLM(lambda c: "x"), [ni.TOY_TASK], {"data_dir": str(root)})
 
 
 def test_protocol_knobs_without_meaning_are_refused(ni_data_dir, ni):
     for key, value in (("truncate_words", 50), ("perturbation", "mild_mix")):
         with pytest.raises(UserError, match=f"metadata {key} is not supported by the Natural Instructions tasks"):
-            evaluate(ScriptedLM(lambda c: "x"), [ni.TOY_TASK], {key: value, "data_dir": str(ni_data_dir)})
+            evaluate(ni.ScriptedLM(lambda c: "x"), [ni.TOY_TASK], {key: value, "data_dir": str(ni_data_dir)})
 
 
-def test_the_group_runs_every_shipped_task(shared_data_dir):
+def test_the_group_runs_every_shipped_task(shared_data_dir, ni):
     from instructeval_tasks.ni.names import NI_IDS
 
     tasks = (shared_data_dir / "natural_instructions" / "tasks.txt").read_text().split()
@@ -198,7 +174,7 @@ def test_the_group_runs_every_shipped_task(shared_data_dir):
     for task in tasks:  # the categories table agrees with each file's Categories
         payload = json.loads((shared_data_dir / "natural_instructions" / "tasks" / f"{task}.json").read_text())
         assert read_task_file(task, str(shared_data_dir)).categories == tuple(payload["Categories"])
-    lm = ScriptedLM(lambda c: "x")
+    lm = ni.ScriptedLM(lambda c: "x")
     results = evaluate(lm, ["instructeval_ni"], {"data_dir": str(shared_data_dir)}, limit=1)
     assert sorted(results["results"]) == sorted(f"instructeval_{name}" for name in NI_IDS)
 
@@ -223,26 +199,26 @@ def test_task_lists_name_the_group():
 
 
 def test_a_recorded_header_id_selects_the_same_prompt_again(ni_data_dir, ni):
-    first = ScriptedLM(lambda c: "x")
+    first = ni.ScriptedLM(lambda c: "x")
     meta = evaluate(first, [ni.TOY_TASK], {"data_dir": str(ni_data_dir), "instruction_encoding": "definition"},
                     limit=1)["configs"][ni.TOY_TASK]["metadata"]
-    again = ScriptedLM(lambda c: "x")
+    again = ni.ScriptedLM(lambda c: "x")
     evaluate(again, [ni.TOY_TASK], {"data_dir": str(ni_data_dir), "method": meta["method"],
                                     "instruction_id": meta["instruction_id"]}, limit=1)
     assert again.contexts == first.contexts == ["Definition: Say whether the sentence holds.\n\nInput: Claim 0.\nOutput:"]
     for bad in ({"instruction_id": "ni_header-task190_snli_classification-definitions"},
                 {"instruction_id": "ni_header-task190_snli_classification-definition", "instruction_encoding": "pos2"}):
         with pytest.raises(UserError, match=r"names no header of this task.*expected ni_header-task190_snli_classification-<encoding>"):
-            evaluate(ScriptedLM(lambda c: "x"), [ni.TOY_TASK], {"data_dir": str(ni_data_dir), "method": "ni_header", **bad})
+            evaluate(ni.ScriptedLM(lambda c: "x"), [ni.TOY_TASK], {"data_dir": str(ni_data_dir), "method": "ni_header", **bad})
     with pytest.raises(UserError, match=r"instruction_index has no meaning for the task's own header"):
-        evaluate(ScriptedLM(lambda c: "x"), [ni.TOY_TASK], {"data_dir": str(ni_data_dir), "instruction_index": 1})
+        evaluate(ni.ScriptedLM(lambda c: "x"), [ni.TOY_TASK], {"data_dir": str(ni_data_dir), "instruction_index": 1})
 
 
 def test_test_sample_draws_a_seeded_subset_of_the_instances(tmp_path, ni):
     import random
 
     root = ni.write_task(tmp_path, ni.toy_task(10))
-    lm = ScriptedLM(lambda c: "x")
+    lm = ni.ScriptedLM(lambda c: "x")
     results = evaluate(lm, [ni.TOY_TASK], {"data_dir": str(root), "method": "null", "test_sample": 3, "test_seed": 4})
     ids = random.Random(4).sample(range(10), 3)
     assert lm.contexts == [f"Input: Claim {i}.\nOutput:" for i in ids]
