@@ -58,6 +58,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="with a chat placement, demos as user/assistant turns (lm-eval's default)")
     parser.add_argument("--no-fewshot-as-multiturn", dest="fewshot_as_multiturn", action="store_false",
                         help="with a chat placement, demos folded into one user turn")
+    parser.add_argument("--harness-rows", dest="harness_rows", default="balanced", choices=("balanced", "uniform"),
+                        help="how a harness task's --test-sample rows are drawn: balanced over the gold answers "
+                        "(default, as the nine tasks') or uniform (the stock score then estimates the whole split's, "
+                        "the leaderboard's, number)")
     parser.add_argument("--methods", default="null,generic", help="comma list of bank methods or 'all' (default null,generic)")
     parser.add_argument("--profile", default="quick", help="protocol profile: paper, original or quick (default quick)")
     parser.add_argument("--output", "--output_path", dest="output", required=True, help="output folder")
@@ -124,7 +128,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     group.add_argument("--order-mode", dest="order_mode", choices=("seeded", "original"))
     group.add_argument("--instructions-per-method", dest="instructions_per_method", type=int)
     group.add_argument("--instruction-seed", dest="instruction_seed", type=int)
-    group.add_argument("--test-sample", dest="test_sample", type=int, help="seeded balanced sample of N eval items")
+    group.add_argument("--test-sample", dest="test_sample", type=int, help="seeded sample of N eval items (balanced over the gold answers; harness tasks: --harness-rows)")
     group.add_argument("--test-seed", dest="test_seed", type=int)
     group.add_argument("--truncate-words", dest="truncate_words", type=int)
     group.add_argument("--perturbation-seed", dest="perturbation_seed", type=int)
@@ -187,6 +191,7 @@ def run(args: argparse.Namespace) -> int:
         harness_tasks=args.harness_tasks,
         placements=tuple(p.strip() for p in args.placements.split(",") if p.strip()),
         fewshot_as_multiturn=args.fewshot_as_multiturn,
+        harness_rows=args.harness_rows,
     ))
     print(f"{report.planned} planned, {report.skipped} skipped (done), {report.evaluated} evaluated: {report.output_dir}")
     return 0

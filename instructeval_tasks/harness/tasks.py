@@ -266,21 +266,31 @@ def build_task(config: dict[str, Any], *, data_dir: str | None, user_instruction
     return InstructedHarnessTask(config=config)
 
 
-def scored_ids(task: Any, test_sample: int | None, seed: int, name: str | None = None) -> list[int] | None:
-    """The evaluation rows to score, ascending (None: every row): seeded, balanced over the gold answers
-    of a ``multiple_choice`` task, uniform otherwise. ``test_sample`` equal to the rows: every row.
+# How a harness task's test sample is drawn (``--harness-rows``): balanced over the gold answers, or uniform.
+ROW_DESIGNS: tuple[str, ...] = ("balanced", "uniform")
+
+
+def scored_ids(task: Any, test_sample: int | None, seed: int, name: str | None = None,
+               rows: str = "balanced") -> list[int] | None:
+    """The evaluation rows to score, ascending (None: every row): seeded; ``rows="balanced"`` balances
+    them over the gold answers of a ``multiple_choice`` task (as the nine tasks' test sample),
+    ``rows="uniform"`` draws them uniformly, so that the stock score estimates the whole split's
+    (the leaderboard's) number; a task that is not ``multiple_choice`` is drawn uniformly either way.
+    ``test_sample`` equal to the rows: every row.
 
     Raises:
         HarnessTaskError: a ``test_sample`` larger than the evaluation split, or one that cannot be
             balanced over its gold answers (``name``: the harness task, for the message), as the nine
             tasks refuse a test sample their eval split cannot give.
     """
+    if rows not in ROW_DESIGNS:
+        raise HarnessTaskError(f"{name or task.config.task}: rows={rows!r}; use one of {', '.join(ROW_DESIGNS)}")
     docs = task.eval_docs
     size = len(docs)
     if test_sample is None or test_sample == size:
         return None
     labels = None
-    if task.OUTPUT_TYPE == "multiple_choice" and test_sample < size:
+    if rows == "balanced" and task.OUTPUT_TYPE == "multiple_choice" and test_sample < size:
         labels = [_hashable(task.doc_to_target(doc)) for doc in docs]
     try:
         return sorted(select_indices(labels, size, test_sample, seed))  # uniform: a sample larger than the rows fails

@@ -198,7 +198,7 @@ def plan_harness(text: str, methods: list[str], bank: Any, *, instructions_per_m
                  bank_roots: list[str] | None = None,
                  test_sample: int | None, test_seed: int, data_dir: str | None, placements: tuple[str, ...] = ("description",),
                  fewshot_as_multiturn: bool | None = None, dry_run: bool = False, budget: Budget | None = None,
-                 echo: Callable[[str], None] = lambda line: None) -> tuple[list[HarnessVariant], dict[str, dict[str, Any]], dict[str, dict]]:
+                 rows: str = "balanced", echo: Callable[[str], None] = lambda line: None) -> tuple[list[HarnessVariant], dict[str, dict[str, Any]], dict[str, dict]]:
     """``(variants, data identity per harness task, stock config per harness task)``.
 
     Every check that can fail on the user's input runs here, before the model loads: unknown tasks
@@ -220,17 +220,17 @@ def plan_harness(text: str, methods: list[str], bank: Any, *, instructions_per_m
         # the hub's dataset is loaded now, so that offline fails before the model loads; a budget needs the
         # rows, and so does a test sample (one larger than the eval split is refused now, as for the nine tasks)
         if budget is not None or (not data_dir and not dry_run) or (data_dir and test_sample is not None):
-            stock_tasks[ref.name] = _planning_task(ref.name, cfg, data_dir, test_sample, test_seed)
+            stock_tasks[ref.name] = _planning_task(ref.name, cfg, data_dir, test_sample, test_seed, rows)
         for placement in placements:
             for method in methods:
                 for entry in entries_for(method, ref.name):
                     variants.append(_harness_variant(ref.name, shot, method, entry, placement, identities[ref.name],
                                                      fewshot_as_multiturn=fewshot_as_multiturn,
-                                                     test_sample=test_sample, test_seed=test_seed))
+                                                     test_sample=test_sample, test_seed=test_seed, rows=rows))
     if budget is not None:
         for ref in refs:
             _budget_cells([v for v in variants if v.task == ref.name], stock_tasks[ref.name], budget,
-                          test_sample=test_sample, test_seed=test_seed)
+                          test_sample=test_sample, test_seed=test_seed, rows=rows)
     return variants, identities, configs
 
 
@@ -260,17 +260,19 @@ def _check_banks(refs: list, methods: list[str], entries_for: Callable[[str, str
         raise UserError("--harness-tasks: none of --methods has instructions for these tasks; add null and/or generic")
 
 
-def _planning_task(task: str, cfg: dict[str, Any], data_dir: str | None, test_sample: int | None, test_seed: int) -> Any:
+def _planning_task(task: str, cfg: dict[str, Any], data_dir: str | None, test_sample: int | None, test_seed: int,
+                   rows: str) -> Any:
     """The stock task built at plan time (its rows loaded); a test sample it cannot give is refused."""
     with quiet_harness():  # the evaluation's notes about the task's config are printed once, there
         built = build_task(instructed_config(cfg, name=f"{task}__plan", instruction="", num_fewshot=None, metadata={}),
                            data_dir=data_dir)
-        scored_ids(built, test_sample, test_seed, task)  # refuses a sample it cannot give
+        scored_ids(built, test_sample, test_seed, task, rows)  # refuses a sample it cannot give
     return built
 
 
 def _harness_variant(task: str, shot: int, method: str, entry: Any, placement: str, data: dict[str, Any], *,
-                     fewshot_as_multiturn: bool | None, test_sample: int | None, test_seed: int) -> HarnessVariant:
+                     fewshot_as_multiturn: bool | None, test_sample: int | None, test_seed: int,
+                     rows: str = "balanced") -> HarnessVariant:
     """The variant of one instruction of ``task`` in one placement, with its ``harness`` record and fingerprint."""
     suffix = "" if placement == "description" else f"__{placement}"
     name = f"{task}__{entry.id}{suffix}"
@@ -289,20 +291,22 @@ def _harness_variant(task: str, shot: int, method: str, entry: Any, placement: s
         "fewshot_seed": FEWSHOT_SEED,
         "doc_ids": DOC_IDS,
     }
+    if rows != "balanced":  # recorded when not the original draw, so that folders begun before the option resume
+        record["test_rows"] = rows
     identity = {**record, "data": data}
     meta = {"harness": record, "variant_fingerprint": fingerprint({"harness": identity})}
     return HarnessVariant(name, task, shot, method, entry, placement, meta)
 
 
 def _budget_cells(variants: list[HarnessVariant], task: Any, budget: Budget, *, test_sample: int | None,
-                  test_seed: int) -> None:
+                  test_seed: int, rows: str = "balanced") -> None:
     """Record each variant's budget cells (module doc) in its metadata and fingerprint; ``task``: the
     stock task built at plan time (its rows)."""
     if not variants:
         return
-    ids = scored_ids(task, test_sample, test_seed, variants[0].task)
+    ids = scored_ids(task, test_sample, test_seed, variants[0].task, rows)
     ids = list(range(len(task.eval_docs))) if ids is None else ids
-    if task.OUTPUT_TYPE == "multiple_choice":  # balanced over the gold answers, as the items are
+    if task.OUTPUT_TYPE == "multiple_choice":  # cells balanced over the gold answers, as for the nine tasks
         docs = task.eval_docs
         labels = [repr(task.doc_to_target(docs[i])) for i in ids]
     else:
@@ -500,8 +504,8 @@ def split_classes(task: Any) -> dict[str, int] | None:
 def _scored_rows(task: Any, variant: HarnessVariant) -> list[int] | None:
     """The rows of ``task`` to score (None: all); under a budget they must be those planned (its cells
     were drawn on them), or the run stops."""
-    ids = scored_ids(task, variant.metadata["harness"]["test_sample"], variant.metadata["harness"]["test_seed"],
-                     variant.task)
+    record = variant.metadata["harness"]
+    ids = scored_ids(task, record["test_sample"], record["test_seed"], variant.task, record.get("test_rows", "balanced"))
     if variant.test_ids is not None:  # a budget: its cells were drawn on the rows planned
         planned_ids, ids = variant.test_ids, ids if ids is not None else list(range(len(task.eval_docs)))
         if ids != planned_ids:

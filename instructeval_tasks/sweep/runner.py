@@ -242,6 +242,9 @@ class Sweep:
                             f"instance (their report pairs the encodings instance by instance); drop --budget or run "
                             f"them into another --output without it")
         _check_nine_task_overrides(o.overrides, self.task_names, o.harness_tasks, self.echo)
+        if o.harness_rows != "balanced" and not o.harness_tasks:
+            raise UserError(f"--harness-rows {o.harness_rows} applies to --harness-tasks only (the nine tasks' test "
+                            "sample is balanced, as the paper's); add --harness-tasks or drop it")
         self.method_names = resolve_names(o.methods, self.bank.methods(), "method")
         if self.budget is not None:  # a typo would silently estimate the baseline
             self.budget.check_methods(self.bank.methods())
@@ -358,7 +361,7 @@ class Sweep:
             bank_roots=[None] + self.bank_dir.split(os.pathsep) if self.bank_dir else None,
             instruction_seed=prof.instruction_seed, test_sample=prof.test_sample, test_seed=prof.test_seed,
             data_dir=self.data_dir, placements=self.placements, fewshot_as_multiturn=o.fewshot_as_multiturn,
-            dry_run=o.dry_run, budget=self.budget, echo=self.echo)
+            dry_run=o.dry_run, budget=self.budget, rows=o.harness_rows, echo=self.echo)
         self.run_fp["data"].update({f"harness:{name}": ident for name, ident in identities.items()})
         for variant in harness:
             variant.metadata.update(self.job_metadata({}, f"harness:{variant.task}"))

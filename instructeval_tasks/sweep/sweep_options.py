@@ -62,6 +62,8 @@ class SweepOptions:
             (no chat template), ``chat-system``, ``chat-user`` (``harness.tasks.PLACEMENTS``).
         fewshot_as_multiturn: with a chat placement, demos as user/assistant turns (``None``:
             lm-eval's default, True) or folded into one user turn (False).
+        harness_rows: how a harness task's test sample is drawn: ``balanced`` over its gold answers
+            (as the nine tasks'), or ``uniform`` (its stock score then estimates the whole split's).
     """
 
     model: str
@@ -93,3 +95,4 @@ class SweepOptions:
     harness_tasks: str | None = None
     placements: tuple[str, ...] | list[str] = ("description",)
     fewshot_as_multiturn: bool | None = None
+    harness_rows: str = "balanced"

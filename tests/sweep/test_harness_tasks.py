@@ -517,3 +517,42 @@ def test_local_rows_keep_texts_that_hold_unicode_line_breaks(tmp_path):
     path = tmp_path / "eval.jsonl"
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     assert _read_rows(path, None) == rows
+
+
+# ------------------------------------------------------------------------------------------ row designs
+
+def _scored_doc_ids(out: Path) -> set[int]:
+    (path,) = sorted(out.rglob("samples_hellaswag__null*_[0-9]*.jsonl"))
+    return {json.loads(line)["doc_id"] for line in path.read_text().splitlines()}
+
+
+def test_uniform_rows_are_a_plain_seeded_sample_and_balanced_ones_stay_as_folders_recorded_them(tiny_model_dir, harness_data,
+                                                                                                tmp_path):
+    """``--harness-rows uniform`` scores ``random.Random(seed).sample(range(rows), n)`` (so that the stock
+    score estimates the whole split's) and records it; the default, balanced, records no key, so a folder
+    begun before the option resumes; the two draws differ on the tiny HellaSwag rows (gold labels skewed)."""
+    from instructeval_tasks.sampling import uniform_indices
+
+    common = dict(model="hf", model_args=f"pretrained={tiny_model_dir},dtype=float32", tasks=None, methods="null",
+                  profile="quick", overrides={"test_sample": 4, "test_seed": 3}, data_dir=str(harness_data), device="cpu",
+                  progress=False, harness_tasks="hellaswag:0")
+    run_sweep(output=tmp_path / "uniform", harness_rows="uniform", **common)
+    run_sweep(output=tmp_path / "balanced", **common)
+    uniform, balanced = _entries(tmp_path / "uniform"), _entries(tmp_path / "balanced")
+    assert uniform["hellaswag__null"]["meta"]["harness"]["test_rows"] == "uniform"
+    assert "test_rows" not in balanced["hellaswag__null"]["meta"]["harness"]
+    assert _scored_doc_ids(tmp_path / "uniform") == set(uniform_indices(8, 4, 3))
+    assert _scored_doc_ids(tmp_path / "balanced") != _scored_doc_ids(tmp_path / "uniform")
+    assert len(_scored_doc_ids(tmp_path / "balanced")) == 4
+
+
+def test_harness_rows_without_harness_tasks_is_refused(tiny_model_dir, tmp_path, capsys):
+    from instructeval_tasks import cli
+
+    args = ["run", "--model", "hf", "--model_args", f"pretrained={tiny_model_dir}", "--tasks", "agnews", "--harness-rows",
+            "uniform", "--output", str(tmp_path / "o"), "--dry-run"]
+    assert cli.main(args) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "instructeval: error: --harness-rows uniform applies to --harness-tasks only (the nine tasks' test sample is "
+        "balanced, as the paper's); add --harness-tasks or drop it"]
+    assert not (tmp_path / "o").exists()
