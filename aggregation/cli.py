@@ -147,21 +147,22 @@ def run(args: argparse.Namespace) -> int:
         for issue in err.issues:  # the details, one per line, then the one-line error
             print(str(issue), file=sys.stderr)
         raise AggregationError(str(err).splitlines()[0].rstrip(":") + " (listed above); nothing written") from None
+    result.ni = ni
     try:
         written = write_report(result, args.out, plots=not args.no_plots)
     except OSError as err:
         print(f"instructeval: error: writing the report failed ({err}); {args.out} is unchanged", file=sys.stderr)
         return EXIT_FAILED
+    from .verdict import verdicts_of
+
+    for line in verdicts_of(result).lines():  # the answer first: one verdict per (model, task, setting), then pairs
+        print(line)
     if ni is not None:  # the Natural Instructions tasks: their own tables file
         from .ni_report import summary_lines as ni_lines, write_ni_report
 
         write_ni_report(ni, args.out, decimals=options.decimals)
         for line in ni_lines(ni):
             print(line)
-    from .verdict import verdicts_of
-
-    for line in verdicts_of(result).lines():  # the answer first: one verdict per (model, task, setting), then pairs
-        print(line)
     sys.stdout.flush()  # before the issues on stderr, on a terminal that shows both
     errors = [i for i in result.issues if i.level == "error"]
     warnings = [i for i in result.issues if i.level == "warning"]

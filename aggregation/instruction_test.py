@@ -28,6 +28,13 @@ test is applied at level ``alpha``; the smallest instruction-effect SD (in accur
 instructions of ``mean_j sigmoid(l + u_i + b_j)``) detected with probability ``power`` is interpolated
 between the simulated ``tau``.
 
+**Power for graded scores** (:func:`detectable_shift_sd`; ROUGE-L and other scores in [0, 1] that are
+not 0/1). Null grids are the observed grid with each item's scores permuted among the instructions
+(what "no instruction matters" makes exchangeable); an instruction effect is a shift ``u_i ~ N(0, tau^2)``
+added to every score of instruction ``i``; the detectable SD (points, the SD over instructions of
+``u_i``) is interpolated as above, over ``SHIFT_TAUS``. A shift is the effect the statistic is built to
+see (item-centred residuals); an effect that moves only some items is detected later.
+
 Example (the third instruction is right on every item, the others on half of them; then three
 instructions that answer every item alike):
     >>> Y = np.tile([[1, 0], [0, 1], [1, 1.]], 8)  # 3 instructions x 16 items
@@ -144,6 +151,46 @@ def detectable_sd(observed: np.ndarray, item_points: np.ndarray, item_weights: n
             sds.append(100.0 * float(np.std(p.mean(axis=1), ddof=1)))
             Y = np.where(observed, (rng.random((m, n)) < p).astype(float), np.nan)
             rejected += permutation_test(Y, classes, n_perm=n_perm, rng=rng).p_value <= alpha
+        curve.append((float(np.mean(sds)), rejected / n_sim))
+        if rejected / n_sim >= power:
+            break
+    if curve[-1][1] < power:
+        return Power(None, power, alpha, tuple(curve), beyond=curve[-1][0])
+    if len(curve) == 1:
+        return Power(curve[0][0], power, alpha, tuple(curve))
+    (sd0, p0), (sd1, p1) = curve[-2], curve[-1]
+    share = (power - p0) / (p1 - p0) if p1 > p0 else 1.0
+    return Power(sd0 + share * (sd1 - sd0), power, alpha, tuple(curve))
+
+
+SHIFT_TAUS = (0.005, 0.01, 0.02, 0.035, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3)  # shift SDs tried, in score units
+
+
+def detectable_shift_sd(Y: np.ndarray, *, alpha: float = 0.05, power: float = 0.8, n_sim: int = POWER_SIMULATIONS,
+                        n_perm: int = POWER_PERMUTATIONS, rng: np.random.Generator) -> Power:
+    """The power analysis for graded scores of the module doc on the full grid ``Y`` (``instructions x
+    items``, no NaN): the smallest shift SD (points) the test detects with probability ``power``.
+
+    Example (8 instructions x 60 items of scores spread over [0, 1]: a shift SD of a few points is
+    detected, one far below the items' spread is not):
+        >>> Y = np.random.default_rng(0).random((8, 60))
+        >>> found = detectable_shift_sd(Y, n_sim=20, rng=np.random.default_rng(1))
+        >>> 1.0 < found.detectable_sd < 30.0
+        True
+    """
+    Y = np.asarray(Y, dtype=np.float64)
+    if not np.isfinite(Y).all():
+        raise ValueError("detectable_shift_sd needs a full grid (no NaN)")
+    m, _ = Y.shape
+    observed = np.ones(Y.shape, dtype=bool)
+    curve: list[tuple[float, float]] = []
+    for tau in SHIFT_TAUS:
+        rejected, sds = 0, []
+        for _ in range(n_sim):
+            u = rng.normal(0.0, tau, size=m)
+            sds.append(100.0 * float(np.std(u, ddof=1)))
+            null = _permuted(Y, observed, 1, rng)[0]  # each item's scores shuffled among the instructions
+            rejected += permutation_test(null + u[:, None], n_perm=n_perm, rng=rng).p_value <= alpha
         curve.append((float(np.mean(sds)), rejected / n_sim))
         if rejected / n_sim >= power:
             break

@@ -264,12 +264,17 @@ class NIReport:
     effects: pd.DataFrame
     level: float
     n_boot: int
+    verdicts: list = field(default_factory=list)  # ``ni_verdict``: one per (model, task)
+    cards: list = field(default_factory=list)  # their sensitivity cards
 
 
 def build_ni_report(variants: Sequence[NIVariant], *, seed: str, n_boot: int, level: float) -> NIReport:
+    from .ni_verdict import ni_verdicts_and_cards
+
     table = scores(variants)
+    verdicts, cards = ni_verdicts_and_cards(sorted(variants, key=_order), n_boot=n_boot, level=level, seed=seed)
     return NIReport(table, categories(table), effects_frame(effects(variants, seed=seed, n_boot=n_boot), level),
-                    level, n_boot)
+                    level, n_boot, verdicts, cards)
 
 
 def _fmt(value: Any, decimals: int) -> str:
@@ -329,3 +334,45 @@ def summary_lines(report: NIReport) -> list[str]:
             line += f"; largest schema-part effect: {top['part']} {top['diff']:+.3f}{ci}"
         lines.append(line)
     return lines
+
+
+def _points(frame: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
+    out = frame.copy()
+    for column in columns:
+        out[column] = 100.0 * out[column]
+    return out
+
+
+def ni_html(report: NIReport, frame_html: Any) -> str:
+    """The report's "Natural Instructions" section: ROUGE-L per category under the standard encoding,
+    the schema parts' effects per category with their intervals, the cards, the per-task scores folded."""
+    import html
+
+    from .sensitivity_report import cards_html
+
+    parts = ["<h2>Natural Instructions</h2>",
+             "<p class='note'>Scored as Super-NaturalInstructions scores them (exact match and ROUGE-L, the maximum over "
+             "an instance's references), in points (the benchmark's scale). The verdicts above read ROUGE-L; the "
+             "standard encoding is the benchmark's (<code>definition_pos2</code>: Definition + 2 positive examples).</p>"]
+    standard = report.categories[report.categories["instruction"] == "definition_pos2"]
+    if not standard.empty:
+        wide = standard.pivot_table(index="category", columns="model", values="rougeL", aggfunc="first") * 100.0
+        wide.columns = [f"ROUGE-L {model}" for model in wide.columns]
+        parts += ["<h3>ROUGE-L per category, standard encoding</h3>", frame_html(wide.reset_index(), decimals=1)]
+    effects_ = report.effects[(report.effects["scope"] == "category") & (report.effects["metric"] == "rougeL")]
+    if not effects_.empty:
+        shown = _points(effects_[["model", "category", "part", "contrast", "diff", "ci_low", "ci_high", "n"]],
+                        ("diff", "ci_low", "ci_high"))
+        interval = (f"{report.level:.0%} paired bootstrap interval over the instances" if report.n_boot
+                    else "no interval (--bootstrap 0)")
+        parts += ["<h3>What each part of the instruction does (ROUGE-L, points)</h3>",
+                  f"<p class='note'>Encoding A minus encoding B on the same instances, per category (the mean of its "
+                  f"tasks' effects); {html.escape(interval)}. Per task in tables/natural_instructions.md.</p>",
+                  frame_html(shown.reset_index(drop=True), decimals=1)]
+    if report.cards:
+        parts.append(cards_html(report.cards, frame_html, title="Sensitivity cards (ROUGE-L)", heading="h3",
+                                where="sensitivity/ni_card.json"))
+    scores_ = _points(report.scores, METRICS)
+    parts += ["<details><summary>Every (model, task, instruction)</summary>",
+              frame_html(scores_.reset_index(drop=True), decimals=1), "</details>"]
+    return "\n".join(parts)

@@ -135,6 +135,7 @@ class Aggregates:
     budget: BudgetEstimates | None = None  # estimates of budgeted sweeps (instructeval run --budget)
     cards: list = field(default_factory=list)  # sensitivity_card.SensitivityCard per (model, task, setting)
     harness: Any = None  # a harness_effects.HarnessEffects when the inputs hold --harness-tasks results
+    ni: Any = None  # an ni_report.NIReport when the inputs hold Natural Instructions variants
 
     def table(self, name: str) -> pd.DataFrame:
         """The numeric frame of one table (e.g. ``"gain_few_shot"``)."""

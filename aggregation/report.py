@@ -123,6 +123,10 @@ def _write_all(aggregates: Aggregates, out: Path, *, plots: bool) -> dict[str, A
         from .sensitivity_report import write_card_files
 
         write_card_files(aggregates, out / "sensitivity", data_dir)
+    if aggregates.ni is not None and aggregates.ni.cards:
+        from .sensitivity_report import write_ni_card_files
+
+        write_ni_card_files(aggregates, out / "sensitivity", data_dir)
     summary = aggregates.summary()
     if verdicts.lines():
         summary["verdicts"] = verdicts.lines()
@@ -219,6 +223,17 @@ def _harness_overview(aggregates: Aggregates) -> list[str]:
             f"placements: {html.escape(', '.join(sorted(scores['placement'].unique())))}</li>"]
 
 
+def _ni_overview(aggregates: Aggregates) -> list[str]:
+    """The overview's line for the Natural Instructions tasks (their own section below), if any."""
+    ni = aggregates.ni
+    if ni is None or ni.scores.empty:
+        return []
+    scores = ni.scores
+    return [f"<li>Natural Instructions tasks: {len(scores)} variants; {scores['model'].nunique()} model(s): "
+            f"{html.escape(', '.join(sorted(scores['model'].unique())))}; {scores['task'].nunique()} task(s) in "
+            f"{scores['category'].nunique()} categories</li>"]
+
+
 def _instructeval_overview(aggregates: Aggregates, summary: dict) -> list[str]:
     """The overview's lines for InstructEval's own tasks (left out of a report of harness tasks only)."""
     opts = aggregates.options
@@ -248,9 +263,10 @@ def render_html(aggregates: Aggregates, plot_paths: list[Path], plot_note: str =
         "(Findings of NAACL 2024), computed from lm-evaluation-harness results.</p>",
         _verdicts_html(aggregates),
         "<h2>Overview</h2><ul>",
-        *(_instructeval_overview(aggregates, summary) if summary["n_variants"] or not harness_lines
-          else ["<li>InstructEval's own tasks: none in these results</li>"]),
+        *(_instructeval_overview(aggregates, summary) if summary["n_variants"] or not (harness_lines or aggregates.ni)
+          else [] if aggregates.ni is not None else ["<li>InstructEval's own tasks: none in these results</li>"]),
         *harness_lines,
+        *_ni_overview(aggregates),
         f"<li>Bootstrap: {opts.n_boot} replicates, {opts.ci_level:.0%} percentile intervals, "
         f"seed <code>{html.escape(opts.seed)}</code>; significance level {opts.alpha:g}</li>",
         "</ul>",
@@ -295,6 +311,10 @@ def render_html(aggregates: Aggregates, plot_paths: list[Path], plot_note: str =
         from .sensitivity_report import cards_html
 
         parts.append(cards_html(aggregates.cards, _frame_html))
+    if aggregates.ni is not None:
+        from .ni_report import ni_html
+
+        parts.append(ni_html(aggregates.ni, _frame_html))
     if plot_note:
         parts.append(f"<p class='note'>{html.escape(plot_note)}</p>")
     if not aggregates.models.empty:  # sections with nothing to show (a report of harness tasks only) are left out
@@ -342,7 +362,7 @@ def _verdicts_html(aggregates: Aggregates) -> str:
         return ""
     css = {SENSITIVE: "sensitive", ROBUST: "robust"}
     items = []
-    for v in [*verdicts.harness, *verdicts.nine]:
+    for v in verdicts.every():
         line = v.line()
         head, _, rest = line.partition(": ")
         word = html.escape(v.word)
@@ -353,7 +373,10 @@ def _verdicts_html(aggregates: Aggregates) -> str:
              "error over items; <b>sensitive</b>: a within-item permutation test finds an instruction effect (p &le; 0.05); "
              "<b>robust</b>: it finds none, and an instruction-effect SD no larger than the stock score's SE would have been "
              f"detected with 80% power; <b>not resolved</b>: otherwise. Best and worst instruction with their "
-             f"{aggregates.options.ci_level:.0%} intervals. Details in the sections below.</p>",
+             f"{aggregates.options.ci_level:.0%} intervals. Details in the sections below."
+             + (" On the Natural Instructions tasks the benchmark's standard encoding (<code>definition_pos2</code>) "
+                "plays the stock score, on ROUGE-L, and the power is that of detecting a shift of every score of an "
+                "instruction." if verdicts.ni else "") + "</p>",
              "<ul class='verdicts'>" + "".join(items) + "</ul>"]
     if verdicts.pairs:
         parts.append("<h3>Model pairs</h3><p class='note'>The share of instructions under which the stock order of two "

@@ -79,6 +79,18 @@ def long_frame(cards: Sequence[SensitivityCard]) -> pd.DataFrame:
                                        "n_instructions", "n_items", "why"])
 
 
+def write_ni_card_files(aggregates, folder: Path, data_dir: Path) -> list[Path]:
+    """The Natural Instructions tasks' cards: ``ni_card.json`` (the card document) and ``data/ni_sensitivity_cards.csv``."""
+    cards = aggregates.ni.cards
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "ni_card.json"
+    path.write_text(json.dumps(card_document(cards, options=_options(aggregates)), indent=2, allow_nan=False) + "\n",
+                    encoding="utf-8")
+    text = safe_frame(long_frame(cards)).to_csv(index=False, float_format="%.6f", lineterminator="\n")
+    (data_dir / "ni_sensitivity_cards.csv").write_text(text, encoding="utf-8", newline="\n")
+    return [path]
+
+
 def write_card_files(aggregates, folder: Path, data_dir: Path) -> list[Path]:
     """Write ``card.json``, the schema and one results-shaped file per model into ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -145,14 +157,15 @@ def write_back(aggregates) -> tuple[list[str], list[str]]:
     return written, problems
 
 
-def cards_html(cards: Sequence[SensitivityCard], frame_html: Callable[..., str]) -> str:
+def cards_html(cards: Sequence[SensitivityCard], frame_html: Callable[..., str], *, title: str = "Sensitivity cards",
+               heading: str = "h2", where: str = "sensitivity/card.json") -> str:
     """The report's "Sensitivity cards" section: one table per setting, a legend of the measures."""
     level = next((c.bootstrap.get("level") for c in cards if c.bootstrap.get("replicates")), None)
     interval = (f"under each value, its {level:.0%} interval from a bootstrap over both instructions and items"
                 if level else "no intervals (--bootstrap 0)")
-    parts = ["<h2>Sensitivity cards</h2>",
+    parts = [f"<{heading}>{html.escape(title)}</{heading}>",
              f"<p class='note'>Every prompt-sensitivity measure per (model, task, setting); {interval} "
-             "(sensitivity/card.json has them all, with the reason for each n/a). Points unless noted: "
+             f"({html.escape(where)} has them all, with the reason for each n/a). Points unless noted: "
              "PSS is a fraction of instruction pairs, POSIX in nats.</p>"]
     shown = ("avgp", "minp", "maxp", "spread", "instruction_sd", "item_noise_sd", "cps", "q05", "q50", "q95", "pss",
              "posix", "selectional", "permutational", "worst_case")

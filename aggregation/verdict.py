@@ -225,13 +225,18 @@ class Verdicts:
     harness: list[Verdict] = field(default_factory=list)
     nine: list[Verdict] = field(default_factory=list)
     pairs: list[PairVerdict] = field(default_factory=list)
+    ni: list[Verdict] = field(default_factory=list)  # the Natural Instructions tasks' (``ni_verdict``)
+
+    def every(self) -> list[Verdict]:
+        """The (model, task, setting) verdicts: harness tasks, the nine tasks, Natural Instructions."""
+        return [*self.harness, *self.nine, *self.ni]
 
     def lines(self) -> list[str]:
-        return [v.line() for v in [*self.harness, *self.nine]] + [p.line() for p in self.pairs]
+        return [v.line() for v in self.every()] + [p.line() for p in self.pairs]
 
     def frame(self) -> pd.DataFrame:
         rows = []
-        for v in [*self.harness, *self.nine]:
+        for v in self.every():
             d = v.as_dict()
             rows.append({"model": v.model, "task": v.task, "placement": v.placement or "", "num_fewshot": v.num_fewshot,
                          "setting": v.setting or "", "verdict": d["verdict"], "stock": d["stock"], "stock_se": d["stock_se"],
@@ -549,6 +554,9 @@ def verdicts_of(aggregates) -> Verdicts:
     if getattr(aggregates, "harness", None) is not None:
         out.harness, out.pairs = harness_verdicts(aggregates.harness, level=opts.ci_level, n_boot=opts.n_boot, seed=opts.seed)
     out.nine = nine_task_verdicts(aggregates)
+    ni = getattr(aggregates, "ni", None)
+    if ni is not None:
+        out.ni = list(ni.verdicts)
     by_card = {(v.model, v.task, v.placement, v.setting): v for v in [*out.harness, *out.nine]}
     for card in aggregates.cards:
         v = by_card.get((card.model, card.task, card.placement, card.setting))

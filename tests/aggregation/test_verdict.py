@@ -189,3 +189,44 @@ def test_without_per_item_scores_the_verdict_is_not_resolved_and_says_why(tmp_pa
     assert v.word == NOT_RESOLVED
     assert v.line() == ("tiny agnews [zero-shot]: null 50.0; not resolved (no per-item scores): no instruction SD; "
                         "best generic-0 75.0, worst generic-1 0.0, best method null 50.0")
+
+
+# ------------------------------------------------------------------ Natural Instructions (graded scores)
+
+def test_ni_verdict_of_a_grid_where_no_instruction_changes_an_answer_is_robust_with_its_power():
+    """Every instruction gives each instance the same ROUGE-L: p = 1, the shift power detects an SD far
+    below the standard score's SE (the instances' scores spread over [0, 1]), so the verdict is robust."""
+    from instructeval_aggregation.ni_verdict import ni_verdict
+
+    row = np.random.default_rng(4).random(60)
+    Y = np.vstack([row] * 5)
+    v = ni_verdict("m", "t", ["null", "definition", "definition_pos2", "pos2", "full"], Y, level=0.95, seed="s",
+                   n_perm=99, n_power=20)
+    assert v.p_value == 1.0 and v.stock == pytest.approx(row.mean())
+    assert v.detectable_sd < v.stock_se and v.word == "robust"
+    assert "an SD of" in v.line() and "no more than the definition_pos2 SE" in v.line()
+
+
+def test_ni_verdict_finds_a_header_that_moves_every_instance():
+    from instructeval_aggregation.ni_verdict import ni_verdict
+
+    rng = np.random.default_rng(5)
+    base = rng.random(40) * 0.5
+    Y = np.vstack([base, base + 0.4, base + 0.2 + rng.normal(0, 0.02, 40)])
+    v = ni_verdict("m", "t", ["null", "definition_pos2", "definition"], Y, level=0.95, seed="s", n_perm=199, n_power=0)
+    assert v.word == "sensitive" and v.p_value <= 0.01
+    assert v.best.name == "definition" and v.worst.name == "null"  # the standard one is the stock, not a pick
+
+
+def test_detectable_shift_sd_grows_with_the_items_noise():
+    """More noise within items needs a larger shift to be seen: the detectable SD of a noisy grid is
+    larger than that of a quiet one with the same instances' spread."""
+    from instructeval_aggregation.instruction_test import detectable_shift_sd
+
+    rng = np.random.default_rng(6)
+    base = rng.random(50)
+    quiet = np.clip(base + rng.normal(0, 0.02, (6, 50)), 0, 1)
+    noisy = np.clip(base + rng.normal(0, 0.25, (6, 50)), 0, 1)
+    q = detectable_shift_sd(quiet, n_sim=20, rng=np.random.default_rng(1)).detectable_sd
+    n = detectable_shift_sd(noisy, n_sim=20, rng=np.random.default_rng(1)).detectable_sd
+    assert q is not None and n is not None and q < n

@@ -159,3 +159,34 @@ def test_sweep_without_a_data_directory_names_the_option(tmp_path, monkeypatch):
                   dry_run=True, progress=False, echo=lambda line: None)
     assert str(err.value).startswith(f"--tasks {SNLI}: no data directory; give --data-dir <dir> (or set "
                                      "$INSTRUCTEVAL_DATA_DIR) holding <dir>/natural_instructions/tasks/")
+
+
+def test_aggregate_opens_with_one_verdict_per_task_and_writes_its_card(swept, tmp_path, capsys):
+    """The verdict lines come first on the terminal and in report.html; each (model, task) has a card
+    whose measures are those of its ROUGE-L grid (the instructions x the instances they all scored)."""
+    import numpy as np
+
+    out = swept[0]
+    assert aggregate_main([str(out), "--out", str(tmp_path / "agg"), "--bootstrap", "50", "--seed", "s"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    verdicts = [line for line in printed if "[ROUGE-L, zero-shot]" in line]
+    assert len(verdicts) == 2 and printed[:2] == verdicts  # the answer first
+    assert all(": definition_pos2 " in line and any(w in line for w in ("sensitive", "robust", "not resolved"))
+               for line in verdicts)
+    cards = json.loads((tmp_path / "agg" / "sensitivity" / "ni_card.json").read_text())["cards"]
+    snli = next(c for c in cards if c["task"] == SNLI)
+    rows = {label: _samples(out, label) for label in ("definition", "definition_pos2")}
+    assert snli["metric"] == "rougeL" and snli["n_items"] == 3 and snli["n_instructions"] == 10
+    assert snli["verdict"]["line"] in verdicts
+    assert snli["verdict"]["stock"] == pytest.approx(100 * np.mean(list(rows["definition_pos2"].values())))
+    assert snli["methods"] == {"null": 1, "ni_header": 9}
+    import pandas as pd
+
+    scores = pd.read_csv(tmp_path / "agg" / "data" / "ni_scores.csv", keep_default_na=False, na_values=[""])
+    mine = scores[scores["task"] == SNLI]["rougeL"]  # every variant scored the same 3 instances
+    assert snli["measures"]["avgp"]["value"] == pytest.approx(100 * mine.mean())
+    assert snli["measures"]["maxp"]["value"] == pytest.approx(100 * mine.max())
+    page = (tmp_path / "agg" / "report.html").read_text()
+    assert page.index("<h2>Verdict</h2>") < page.index("<h2>Overview</h2>") < page.index("<h2>Natural Instructions</h2>")
+    assert "ROUGE-L per category, standard encoding" in page and "Sensitivity cards (ROUGE-L)" in page
+    assert "InstructEval's own tasks: none" not in page and "Confidence intervals" not in page
