@@ -64,6 +64,7 @@ from .budget_validity import Resolution
 from .draw_statistics import pair_flip_draws
 from .harness_classes import CLASS_COLUMNS, class_rows
 from .harness_budget import design_of, effect_statistics, merged_reasons, resolve
+from .harness_methods import harness_methods
 from .instruction_test import POWER_SIMULATIONS, detectable_sd, permutation_test
 from .issues import IssueLog
 from .json_input import BadJson, parse_json_bytes
@@ -255,6 +256,7 @@ class HarnessEffects:
     # (model, task, placement, n-shot) -> (the rows' test_ids or None, instruction ids, instructions x items scores
     # (NaN: a cell a budget did not evaluate)): the per-item scores the verdicts (``verdict``) read
     items: dict = field(default_factory=dict, repr=False)
+    methods: pd.DataFrame = field(default_factory=pd.DataFrame)  # the instruction-type breakdown (harness_methods)
 
     def summary(self) -> dict[str, Any]:
         def records(frame: pd.DataFrame) -> list[dict]:
@@ -314,8 +316,10 @@ def harness_effects(results: list[HarnessResult], issues: IssueLog, *, n_boot: i
     effects = pd.DataFrame(rows, columns=EFFECT_COLUMNS)
     scores = pd.DataFrame(scores_of_grid, columns=SCORE_COLUMNS)
     rankings, pairs = _rankings(scores, n_boot=n_boot, level=level, seed=seed, draws=draws_of_grid)
-    return HarnessEffects(effects, rankings, scores, pairs, cards,
-                          classes=pd.DataFrame(class_of_grid, columns=CLASS_COLUMNS), items=items_of_grid)
+    out = HarnessEffects(effects, rankings, scores, pairs, cards,
+                         classes=pd.DataFrame(class_of_grid, columns=CLASS_COLUMNS), items=items_of_grid)
+    out.methods = harness_methods(out, level)
+    return out
 
 
 def _grid_effects(key: tuple, members: list[HarnessResult], later: list[HarnessResult], issues: IssueLog, *,

@@ -82,6 +82,18 @@ def effects_table(effects: HarnessEffects) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def methods_table(effects: HarnessEffects) -> pd.DataFrame:
+    """The instruction-type breakdown (``harness_methods``) in points, intervals in brackets."""
+    rows = []
+    for r in effects.methods.to_dict("records"):
+        rows.append({"model": r["model"], "task": r["task"], "placement": r["placement"], "shots": r["num_fewshot"],
+                     "method": r["method"], "instructions": r["n_instructions"], "items": r["n_items"],
+                     "score": _with_interval(r["score"], r["ci_low"], r["ci_high"]),
+                     "vs stock": _with_interval(r["vs_stock"], r["vs_stock_low"], r["vs_stock_high"]),
+                     "detectable (80% power)": f"{100 * r['detectable_difference']:.1f}"})
+    return pd.DataFrame(rows)
+
+
 def _markdown(frame: pd.DataFrame) -> str:
     if frame.empty:
         return "(none)\n"
@@ -101,13 +113,15 @@ def _rounded(frame: pd.DataFrame, decimals: int = 3) -> pd.DataFrame:
 def write_harness_files(effects: HarnessEffects, data_dir: Path, tables_dir: Path) -> list[str]:
     for frame, name in ((effects.effects, "harness_effects"), (effects.rankings, "harness_rankings"),
                         (effects.scores, "harness_scores"), (effects.pairs, "harness_pair_flips"),
-                        (effects.classes, "harness_classes")):
+                        (effects.classes, "harness_classes"), (effects.methods, "harness_methods")):
         text = safe_frame(frame).to_csv(index=False, float_format="%.6f", lineterminator="\n")
         (data_dir / f"{name}.csv").write_text(text, encoding="utf-8", newline="\n")
     md = tables_dir / "harness_effects.md"
     md.write_text("## Instructions on the harness's own tasks\n\n" + _markdown(effects_table(effects))
                   + "\n## Rank stability across models\n\n" + _markdown(_rounded(effects.rankings))
-                  + "\n## Pair flips\n\n" + _markdown(_rounded(effects.pairs)), encoding="utf-8", newline="\n")
+                  + "\n## Pair flips\n\n" + _markdown(_rounded(effects.pairs))
+                  + "\n## Instruction types against the stock score (fully scored grids)\n\n" + _markdown(methods_table(effects)),
+                  encoding="utf-8", newline="\n")
     tex = tables_dir / "harness_effects.tex"
     tex.write_text(_latex(effects_table(effects), "Instructions on the harness's own tasks (scores in \\%; SDs in points)"),
                    encoding="utf-8", newline="\n")
@@ -199,6 +213,13 @@ def harness_html(effects: HarnessEffects, figures: dict[str, Path], img: Callabl
                      + "".join(f"<li><b>{html.escape(str(r['model']))} {html.escape(str(r['task']))} "
                                f"[{html.escape(str(r['placement']))}, {r['num_fewshot']}-shot]</b>: "
                                f"{html.escape(r['not_resolved'])}</li>" for r in reasons) + "</ul>")
+    if not effects.methods.empty:
+        parts.append("<h3>Instruction types against the stock score</h3>")
+        parts.append("<p class='note'>Per method, the mean over its instructions (fully scored grids): its score and "
+                     "its difference from the stock score, paired on the items, with intervals over the items for these "
+                     "instructions; 'detectable': the difference the paired comparison finds with 80% power at the 5% "
+                     "level (an interval covering 0 rules out only differences larger than it).</p>")
+        parts.append("<div class='wide'>" + frame_html(methods_table(effects)) + "</div>")
     if not effects.rankings.empty:
         parts.append("<h3>Rank stability across models</h3>")
         parts.append("<p class='note'>Flip probability: the share of instructions under which a stock-ordered pair of "
