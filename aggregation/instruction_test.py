@@ -168,8 +168,9 @@ SHIFT_TAUS = (0.005, 0.01, 0.02, 0.035, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3)  # shi
 
 def detectable_shift_sd(Y: np.ndarray, *, alpha: float = 0.05, power: float = 0.8, n_sim: int = POWER_SIMULATIONS,
                         n_perm: int = POWER_PERMUTATIONS, rng: np.random.Generator) -> Power:
-    """The power analysis for graded scores of the module doc on the full grid ``Y`` (``instructions x
-    items``, no NaN): the smallest shift SD (points) the test detects with probability ``power``.
+    """The power analysis for graded scores of the module doc on the grid ``Y`` (``instructions x
+    items``, NaN where a budget did not score a cell: the simulated grids keep the same cells): the
+    smallest shift SD (points) the test detects with probability ``power``.
 
     Example (8 instructions x 60 items of scores spread over [0, 1]: a shift SD of a few points is
     detected, one far below the items' spread is not):
@@ -179,18 +180,18 @@ def detectable_shift_sd(Y: np.ndarray, *, alpha: float = 0.05, power: float = 0.
         True
     """
     Y = np.asarray(Y, dtype=np.float64)
-    if not np.isfinite(Y).all():
-        raise ValueError("detectable_shift_sd needs a full grid (no NaN)")
     m, _ = Y.shape
-    observed = np.ones(Y.shape, dtype=bool)
+    observed = np.isfinite(Y)
+    values = np.where(observed, Y, 0.0)
     curve: list[tuple[float, float]] = []
     for tau in SHIFT_TAUS:
         rejected, sds = 0, []
         for _ in range(n_sim):
             u = rng.normal(0.0, tau, size=m)
             sds.append(100.0 * float(np.std(u, ddof=1)))
-            null = _permuted(Y, observed, 1, rng)[0]  # each item's scores shuffled among the instructions
-            rejected += permutation_test(null + u[:, None], n_perm=n_perm, rng=rng).p_value <= alpha
+            null = _permuted(values, observed, 1, rng)[0]  # each item's scores shuffled among the instructions that scored it
+            shifted = np.where(observed, null + u[:, None], np.nan)
+            rejected += permutation_test(shifted, n_perm=n_perm, rng=rng).p_value <= alpha
         curve.append((float(np.mean(sds)), rejected / n_sim))
         if rejected / n_sim >= power:
             break

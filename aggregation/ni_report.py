@@ -81,6 +81,7 @@ class NIVariant:
     means: dict[str, float]
     n: int
     values: dict[str, dict[str, float]] = field(default_factory=dict)  # metric -> instance id -> value
+    budgeted: bool = False  # a budgeted sweep's variant (``--budget``): it scored its dealt share of the instances
 
 
 def is_ni_metadata(meta: Any) -> bool:
@@ -122,7 +123,8 @@ def _variant(name: str, meta: Mapping[str, Any], result: Mapping[str, Any], path
     variant = NIVariant(model=str(meta.get("model_label") or data.get("model_name") or "model"), task=task,
                         category=str(meta.get("ni_category") or "unknown"), instruction=instruction_label(meta),
                         file=str(path), means={m: float(v) for m, v in means.items()},
-                        n=int(result.get("sample_len") or meta.get("eval_size") or 0))
+                        n=int(result.get("sample_len") or meta.get("eval_size") or 0),
+                        budgeted=isinstance(meta.get("budget"), Mapping))
     if samples:
         try:
             found, note = find_samples(path, name, results_stamp(path), data["results"].keys())

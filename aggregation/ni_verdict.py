@@ -16,6 +16,12 @@ ROUGE-L (the benchmark's per-instance value, in [0, 1]).
   than the standard score's SE), ``not resolved`` (otherwise), as for every verdict (``verdict``);
 - the **best and worst instruction** other than the standard one, each ``s_i +- z sd(y_i) / sqrt(n)``.
 
+A **budgeted** grid (``--budget``: each instruction scored its dealt share of the instances, NaN
+elsewhere) is tested on its observed cells, which the design fixed in advance (the test keeps its size),
+with the standard score and the picks over each instruction's own instances; its instruction SD and
+card need every cell (no estimator of graded scores under a budget is validated), so it is ``sensitive``
+or ``not resolved``, never ``robust``, and has no card.
+
 The card (``sensitivity_card.build_card``, metric ``rougeL``, setting ``zero_shot``) holds AvgP, MaxP,
 MinP, the spread, CPS, the quantiles, the instruction-effect and item-noise SDs, each with its interval.
 Seeds: ``bootstrap.rng_for(seed, "ni-verdict", model, task)`` for the test and the power, the card's
@@ -41,6 +47,8 @@ from .instruction_test import POWER_SIMULATIONS, detectable_shift_sd, permutatio
 from .sensitivity_card import SensitivityCard, build_card
 from .verdict import Pick, Verdict, item_interval, stock_se
 
+BUDGETED = ("a budgeted grid: its instruction SD and card need every cell (no validated estimator for graded "
+            "scores under a budget); rerun without --budget")
 STANDARD = "definition_pos2"  # the benchmark's standard encoding (Tk-Instruct's Definition + 2 positive examples)
 METRIC = "rougeL"
 WHERE = "[ROUGE-L, zero-shot]"
@@ -48,15 +56,17 @@ WHERE = "[ROUGE-L, zero-shot]"
 
 def ni_grid(variants: Sequence) -> tuple[list[str], np.ndarray] | None:
     """``(instruction labels, instructions x instances)`` of one (model, task)'s variants (``ni_report.NIVariant``)
-    over the instances every one scored; None with fewer than 2 instructions or 2 shared instances."""
+    over the instances every one scored; a budgeted sweep's over every instance any one scored, NaN
+    where an instruction was not dealt it. None with fewer than 2 instructions or 2 instances."""
     with_values = [v for v in variants if v.values.get(METRIC)]
     if len(with_values) < 2:
         return None
-    shared = sorted(set.intersection(*(set(v.values[METRIC]) for v in with_values)))
-    if len(shared) < 2:
+    sets = [set(v.values[METRIC]) for v in with_values]
+    ids = sorted(set.union(*sets) if any(v.budgeted for v in with_values) else set.intersection(*sets))
+    if len(ids) < 2:
         return None
     labels = [v.instruction for v in with_values]
-    return labels, np.array([[v.values[METRIC][i] for i in shared] for v in with_values], dtype=np.float64)
+    return labels, np.array([[v.values[METRIC].get(i, np.nan) for i in ids] for v in with_values], dtype=np.float64)
 
 
 def _method(label: str) -> str:
@@ -78,20 +88,22 @@ def ni_verdict(model: str, task: str, labels: Sequence[str], Y: np.ndarray, *, l
         found = detectable_shift_sd(Y, alpha=ALPHA, n_sim=n_power, rng=rng)
         detect = found.detectable_sd if found.detectable_sd is not None else math.nan
     sd = card.measures.get("instruction_sd") if card is not None else None
-    scores = Y.mean(axis=1)
+    scores = np.nanmean(Y, axis=1)  # a budgeted grid: each instruction over the instances it was dealt
+    budgeted = bool(np.isnan(Y).any())
     others = sorted((i for i in range(len(labels)) if i != std), key=lambda i: (-scores[i], labels[i]))
 
     def pick(i: int) -> Pick:
-        return Pick(labels[i], float(scores[i]), *item_interval(Y[i], level))
+        row = Y[i][np.isfinite(Y[i])]
+        return Pick(labels[i], float(scores[i]), *item_interval(row, level))
 
     return Verdict(model, task, WHERE, float(scores[std]) if std is not None else math.nan,
-                   stock_se(Y[std]) if std is not None else math.nan, int(Y.shape[1]),
+                   stock_se(Y[std][np.isfinite(Y[std])]) if std is not None else math.nan, int(Y.shape[1]),
                    sd.value if sd is not None and sd.value is not None else math.nan,
                    sd.ci_low if sd is not None and sd.ci_low is not None else math.nan,
                    sd.ci_high if sd is not None and sd.ci_high is not None else math.nan,
                    test.p_value, detect, best=pick(others[0]) if others else None,
                    worst=pick(others[-1]) if others else None, setting="zero_shot", stock_label=STANDARD,
-                   no_power="" if n_power > 0 else "no power simulated")
+                   no_power="" if n_power > 0 else "no power simulated", abstained=BUDGETED if budgeted else "")
 
 
 def ni_card(model: str, task: str, labels: Sequence[str], Y: np.ndarray, *, n_boot: int, level: float,
@@ -115,9 +127,10 @@ def ni_verdicts_and_cards(variants: Sequence, *, n_boot: int, level: float, seed
         if grid is None:
             continue
         labels, Y = grid
-        card = ni_card(model, task, labels, Y, n_boot=n_boot, level=level, seed=seed)
+        card = None if np.isnan(Y).any() else ni_card(model, task, labels, Y, n_boot=n_boot, level=level, seed=seed)
         verdict = ni_verdict(model, task, labels, Y, level=level, seed=seed, n_perm=n_perm, n_power=n_power, card=card)
-        card.verdict = verdict.as_dict()
         verdicts.append(verdict)
-        cards.append(card)
+        if card is not None:
+            card.verdict = verdict.as_dict()
+            cards.append(card)
     return verdicts, cards

@@ -237,10 +237,11 @@ class Sweep:
             raise UserError("give --tasks (InstructEval's tasks) and/or --harness-tasks (lm-eval's own tasks)")
         self.task_names = resolve_task_names(o.tasks) if o.tasks else []
         ni_tasks = [t for t in self.task_names if get_spec(t).kind == "ni"]
-        if ni_tasks and self.budget is not None:
-            raise UserError(f"--budget with --tasks {ni_tasks[0]}: the Natural Instructions tasks are swept on every "
-                            f"instance (their report pairs the encodings instance by instance); drop --budget or run "
-                            f"them into another --output without it")
+        if ni_tasks and self.budget is not None and (self.budget.design == "adaptive" or self.budget.extend_to is not None):
+            option = "--budget-design adaptive" if self.budget.design == "adaptive" else "--budget-extend"
+            raise UserError(f"{option} with --tasks {ni_tasks[0]}: its rounds are chosen from accuracy estimates, and a "
+                            f"Natural Instructions task is scored by ROUGE-L; deal its cells in advance (--budget-design "
+                            f"uniform or balanced) or drop --budget")
         _check_nine_task_overrides(o.overrides, self.task_names, o.harness_tasks, self.echo)
         if o.harness_rows != "balanced" and not o.harness_tasks:
             raise UserError(f"--harness-rows {o.harness_rows} applies to --harness-tasks only (the nine tasks' test "

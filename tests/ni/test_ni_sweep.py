@@ -70,11 +70,34 @@ def test_header_variant_prompts_are_the_task_header(swept, two_tasks):
         assert row["arguments"]["gen_args_0"]["arg_0"] == f"{header}\n\nInput: {row['doc']['input']}\nOutput:"
 
 
-def test_budget_is_refused_for_ni_tasks_in_one_line(tiny_model_dir, two_tasks, tmp_path):
+def test_an_adaptive_budget_is_refused_for_ni_tasks_in_one_line(tiny_model_dir, two_tasks, tmp_path):
+    from instructeval_tasks.sweep.budget import Budget
+
     with pytest.raises(UserError) as err:
-        _sweep(tiny_model_dir, two_tasks, tmp_path / "out", [], budget=0.5)
-    assert str(err.value).startswith(f"--budget with --tasks {SNLI}: the Natural Instructions tasks are swept on every")
+        _sweep(tiny_model_dir, two_tasks, tmp_path / "out", [], budget=Budget(0.5, design="adaptive"))
+    assert str(err.value).startswith(f"--budget-design adaptive with --tasks {SNLI}: its rounds are chosen from accuracy")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_budgeted_sweep_scores_each_encoding_on_its_share_and_its_verdict_never_reads_robust(tiny_model_dir, two_tasks,
+                                                                                                tmp_path, capsys):
+    """``--budget 0.5`` (uniform, at least 1 item): the null instruction on all 4 instances, each encoding on
+    2 of them; the report pairs the encodings on the instances both scored, the verdict tests the observed
+    cells and leaves the instruction SD (and the card) to a full grid."""
+    from instructeval_tasks.sweep.budget import Budget
+
+    out = tmp_path / "out"
+    run_sweep(model="hf", model_args=f"pretrained={tiny_model_dir},dtype=float32", device="cpu", tasks=SNLI, methods="null",
+              overrides={"test_sample": 4}, data_dir=str(two_tasks), output=str(out), progress=False, echo=lambda line: None,
+              budget=Budget(0.5, min_items=1, design="uniform"))
+    counts = {}
+    for path in out.rglob("samples_*.jsonl"):
+        counts[path.name.split("__")[1]] = len(path.read_text().splitlines())
+    assert counts.pop("null") == 4 and set(counts.values()) == {2} and len(counts) == 9
+    assert aggregate_main([str(out), "--out", str(tmp_path / "agg"), "--bootstrap", "50", "--seed", "s"]) == 0
+    (line,) = [ln for ln in capsys.readouterr().out.splitlines() if "[ROUGE-L, zero-shot]" in ln]
+    assert "instruction SD not resolved" in line and "robust" not in line
+    assert not (tmp_path / "agg" / "sensitivity" / "ni_card.json").exists()
 
 
 def test_every_sweep_function_is_at_most_50_lines():
