@@ -45,6 +45,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "variant has it -- the paper's rule -- else acc)",
     )
     parser.add_argument("--gqa-metric", default="quasi_exact_match", help="primary metric of generation tasks")
+    parser.add_argument("--harness-metric", dest="harness_metric", default=None, metavar="NAME",
+                        help="the metric of --harness-tasks results (e.g. acc_norm, the Open LLM Leaderboard's for "
+                        "HellaSwag; default: each task's first metric); a task without it keeps its first, with a warning")
     parser.add_argument("--null-weight", type=float, default=5.0, help="weight of the null instruction in the baseline mu (default 5, as the original)")
     parser.add_argument("--ddof", type=int, default=1, choices=(0, 1), help="ddof of the sensitivity SDs (default 1)")
     parser.add_argument("--scale-threshold", type=float, default=6.0, metavar="B", help="billions of parameters splitting small from big models (default 6)")
@@ -129,7 +132,8 @@ def run(args: argparse.Namespace) -> int:
         from .harness_report import add_harness
 
         harness_log = IssueLog()  # the results files are read once for both (--harness-tasks variants)
-        harness_results = load_harness_results(args.paths, harness_log, samples=not args.no_samples)
+        harness_results = load_harness_results(args.paths, harness_log, samples=not args.no_samples,
+                                               metric=getattr(args, "harness_metric", None))
         from .ni_report import build_ni_report, load_ni_results
 
         ni_variants = load_ni_results(args.paths, harness_log, samples=not args.no_samples)  # ni_report

@@ -96,9 +96,13 @@ class HarnessResult:
     split_classes: dict | None = None  # ``{gold answer: rows}`` of the whole evaluation split (multiple choice)
 
 
-def _metric_key(result: dict, config: dict) -> str | None:
+def _metric_key(result: dict, config: dict, preferred: str | None = None) -> str | None:
+    """The ``name,filter`` key of the score read: ``preferred``'s where the result has it, else the task's
+    first metric of its ``metric_list`` (else the result's first)."""
     metrics = [m.get("metric") for m in (config.get("metric_list") or []) if isinstance(m, dict)]
     keys = [k for k in result if "," in k and "_stderr" not in k]
+    if preferred is not None:
+        metrics = [preferred] + metrics
     for metric in metrics:
         found = [k for k in keys if k.split(",")[0] == metric]
         if found:
@@ -106,9 +110,11 @@ def _metric_key(result: dict, config: dict) -> str | None:
     return keys[0] if keys else None
 
 
-def load_harness_results(paths: Iterable[str], issues: IssueLog, *, samples: bool = True) -> list[HarnessResult]:
+def load_harness_results(paths: Iterable[str], issues: IssueLog, *, samples: bool = True,
+                         metric: str | None = None) -> list[HarnessResult]:
     """Every harness-task variant in ``paths`` (results files or folders); unreadable files are left to
-    ``load_runs``'s issues."""
+    ``load_runs``'s issues. ``metric`` (``--harness-metric``): the score to read where a result has it
+    (a variant without it keeps its task's first metric, with a warning)."""
     out: list[HarnessResult] = []
     quiet = IssueLog()
     for path in expand_paths(paths, quiet):
@@ -125,7 +131,9 @@ def load_harness_results(paths: Iterable[str], issues: IssueLog, *, samples: boo
             record = meta.get("harness") if isinstance(meta, dict) else None
             if not isinstance(record, dict) or not isinstance(result, dict):
                 continue
-            key = _metric_key(result, config)
+            key = _metric_key(result, config, metric)
+            if metric is not None and key is not None and key.split(",")[0] != metric:
+                issues.warn("harness-metric", f"no {metric} in this harness variant's results: it reports {key}", str(path), name)
             value = result.get(key) if key else None
             if not isinstance(value, (int, float)) or isinstance(value, bool):
                 issues.warn("harness-metric", f"no numeric score ({key}) for harness variant; left out", str(path), name)

@@ -31,3 +31,30 @@ def test_a_grid_with_an_unscored_cell_or_no_stock_row_has_no_breakdown():
     Y[1, 4] = np.nan
     assert method_rows(Y, ["null", "generic", "generic"], level=0.95) == []
     assert method_rows(np.ones((2, 10)), ["generic", "adhoc"], level=0.95) == []
+
+
+def test_harness_metric_reads_the_named_score_and_warns_where_a_variant_lacks_it(tmp_path):
+    """``--harness-metric acc_norm``: the variants that report it are read on it, per item too; one
+    without it keeps its first metric and says so."""
+    import json
+
+    from instructeval_aggregation.harness_effects import load_harness_results
+    from instructeval_aggregation.issues import IssueLog
+
+    out = tmp_path / "m"
+    out.mkdir()
+    results, configs = {}, {}
+    for iid, acc, norm in (("null", 0.25, 0.5), ("generic-1", 0.5, None)):
+        name = f"hellaswag__{iid}"
+        results[name] = {"acc,none": acc, **({"acc_norm,none": norm} if norm is not None else {})}
+        configs[name] = {"metric_list": [{"metric": "acc"}, {"metric": "acc_norm"}], "metadata": {
+            "model_label": "m", "harness": {"task": "hellaswag", "method": iid.split("-")[0], "instruction_id": iid}}}
+    (out / "results_harness__hellaswag.json").write_text(json.dumps({"results": results, "configs": configs}))
+    issues = IssueLog()
+    found = {r.instruction_id: r for r in load_harness_results([str(out)], issues, samples=False, metric="acc_norm")}
+    assert (found["null"].metric, found["null"].value) == ("acc_norm,none", 0.5)
+    assert (found["generic-1"].metric, found["generic-1"].value) == ("acc,none", 0.5)
+    (warning,) = [i for i in issues.items if i.code == "harness-metric"]
+    assert "no acc_norm" in warning.message and warning.variant == "hellaswag__generic-1"
+    plain = load_harness_results([str(out)], IssueLog(), samples=False)
+    assert {r.metric for r in plain} == {"acc,none"}
