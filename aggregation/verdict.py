@@ -249,9 +249,10 @@ class Verdicts:
         return pd.DataFrame([{"task": p.task, "setting": p.where, "higher": p.higher, "lower": p.lower,
                               "stock_higher": 100 * p.stock_higher, "stock_lower": 100 * p.stock_lower,
                               "flip_probability": p.flip, "ci_low": p.flip_low, "ci_high": p.flip_high,
-                              "item_flip_probability": p.item_flip, "not_resolved": p.why} for p in self.pairs],
+                              "item_flip_probability": p.item_flip, "not_resolved": p.why, "line": p.line()}
+                             for p in self.pairs],
                             columns=["task", "setting", "higher", "lower", "stock_higher", "stock_lower", "flip_probability",
-                                     "ci_low", "ci_high", "item_flip_probability", "not_resolved"])
+                                     "ci_low", "ci_high", "item_flip_probability", "not_resolved", "line"])
 
 
 def _num(x: float | None) -> float | None:

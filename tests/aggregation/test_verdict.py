@@ -120,6 +120,10 @@ def test_the_terminal_and_the_report_open_with_the_verdicts(tmp_path):
     card = json.loads((out / "sensitivity" / "card.json").read_text())["cards"][0]
     assert card["verdict"]["verdict"] == "sensitive" and card["verdict"]["line"] == lines[0]
     assert (out / "data" / "verdicts.csv").read_text().splitlines()[0].startswith("model,task,placement,num_fewshot,setting,verdict")
+    import pandas as pd
+
+    pairs = pd.read_csv(out / "data" / "verdict_pairs.csv", keep_default_na=False)
+    assert pairs["line"].tolist() == [lines[2]]  # the line as printed, not rebuilt from rounded columns
 
 
 def test_docstring_examples():
