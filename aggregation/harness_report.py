@@ -230,7 +230,7 @@ def harness_html(effects: HarnessEffects, figures: dict[str, Path], img: Callabl
         parts.append("<h3>Per gold answer</h3>")
         parts.append("<p class='note'>Each instruction's accuracy on each gold answer's rows, and its score at the "
                      "evaluation split's own class mix (mix 'split'; 'rows' where the results do not record it): the rows "
-                     "and a budget's cells are balanced over the answers, so an instruction that moves answers toward "
+                     "(unless drawn with --harness-rows uniform) and a budget's cells are balanced over the answers, so an instruction that moves answers toward "
                      "one label keeps its balanced accuracy but not its leaderboard score "
                      "(data/harness_classes.csv).</p>")
         parts.append("<div class='wide'>" + frame_html(effects.classes.drop(columns=["not_resolved"]), decimals=3)
