@@ -64,17 +64,18 @@ def test_task190_standard_header_is_pinned(shared_data_dir):
     )
 
 
-def test_instructeval_run_with_budget_and_induce_refuse_them_in_one_line(tmp_path):
+def test_instructeval_run_with_an_adaptive_budget_and_induce_refuse_them_in_one_line(tmp_path):
     common = ["--model", "hf", "--model_args", "pretrained=unused", "--tasks", "ni_task190_snli_classification",
               "--output", str(tmp_path / "out")]
     expected = {
-        "run": "--budget with --tasks ni_task190_snli_classification: the Natural Instructions tasks are swept on every "
-               "instance (their report pairs the encodings instance by instance); drop --budget or run them into "
-               "another --output without it",
+        "run": "--budget-design adaptive with --tasks ni_task190_snli_classification: its rounds are chosen from accuracy "
+               "estimates, and a Natural Instructions task is scored by ROUGE-L; deal its cells in advance "
+               "(--budget-design uniform or balanced) or drop --budget",
         "induce": "--tasks ni_task190_snli_classification: instructeval induce does not take the Natural Instructions "
                   "tasks; drop them from --tasks",
     }
-    for command, extra in (("run", ["--methods", "null", "--budget", "0.5"]), ("induce", ["--method", "ape"])):
+    for command, extra in (("run", ["--methods", "null", "--budget", "0.5", "--budget-design", "adaptive"]),
+                           ("induce", ["--method", "ape"])):
         proc = subprocess.run([sys.executable, "-m", "instructeval_tasks.cli", command, *common, *extra],
                               capture_output=True, text=True, timeout=300)
         assert proc.returncode == 2, proc.stderr[-2000:]
