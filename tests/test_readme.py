@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text(encoding="utf-8")
 # Records of past studies: their commands reproduce one run as it was made (shell variables such as
 # $common, their own output folders) and are kept as run, not offered as examples to copy.
-RECORDS = ("harness_study",)
+RECORDS = ("harness_study", "ni_study")
 
 
 def doc_pages() -> dict[str, str]:

@@ -1,0 +1,144 @@
+"""The Natural Instructions study's generated page: ``docs/ni_study/results.md`` from an aggregate folder.
+
+Reads an ``instructeval aggregate`` folder of ``instructeval run --tasks ni`` results (its
+``data/verdicts.csv``, ``ni_categories.csv``, ``ni_effects.csv`` and ``ni_sensitivity_cards.csv``), writes
+the page -- the verdicts, ROUGE-L per category under the benchmark's standard encoding, the schema
+parts' per-category effects with their intervals, and, per model, which categories sit at a floor --
+stamped with the commit, and copies the folder's Natural Instructions CSVs and tables beside it.
+
+A category is **at a floor** when its ROUGE-L under the standard encoding is below ``FLOOR`` points,
+and **at chance** when it is answered from a label set (at most ``LABEL_SET`` distinct answers among
+its 100 instances) and its exact match under the standard encoding is not above the rate of always
+giving the most frequent of them (normalised as the benchmark normalises
+answers; a one-sided exact binomial test, above chance at p < ``ABOVE_P``). The effects of a category
+at a floor or at chance are not read as evidence about the instruction's parts (they move which
+constant answer the model gives, or nothing).
+
+Usage:
+    python benchmarks/ni_study.py --report ni_report --data-dir ../shared/data
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import shlex
+import shutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from budget_validation import git_stamp  # noqa: E402
+
+STUDY = ROOT / "docs" / "ni_study"
+FLOOR = 10.0  # ROUGE-L points under the standard encoding below which a category is at a floor
+ABOVE_P = 0.01
+STANDARD = "definition_pos2"
+
+
+def _read(path: Path) -> list[dict]:
+    return list(csv.DictReader(path.open(encoding="utf-8"))) if path.exists() else []
+
+
+def _pts(value: str) -> str:
+    return "" if value in ("", None) else f"{100 * float(value):.1f}"
+
+
+LABEL_SET = 20  # at most this many distinct answers among the instances: a task answered from a label set
+
+
+def majority_rate(task: str, data_dir: Path) -> float | None:
+    """The exact match of always answering the most frequent (normalised) reference of ``task``'s evaluated
+    instances; None where the instances have more than ``LABEL_SET`` distinct answers (open generation,
+    where always giving one answer is no baseline)."""
+    from collections import Counter
+
+    from instructeval_tasks.ni.metrics import normalize_answer
+    from instructeval_tasks.ni.source import read_task_file
+
+    instances = read_task_file(task.removeprefix("ni_"), str(data_dir)).instances[:100]
+    answers = [{normalize_answer(o) for o in inst["outputs"]} for inst in instances]
+    counts = Counter(a for refs in answers for a in refs)
+    if len(counts) > LABEL_SET:
+        return None
+    best = counts.most_common(1)[0][0]
+    return sum(best in refs for refs in answers) / len(answers)
+
+
+def binomial_tail(k: int, n: int, p: float) -> float:
+    """``P(X >= k)`` for ``X ~ Binomial(n, p)``."""
+    import math
+
+    return float(sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k, n + 1)))
+
+
+def at_chance(scores: list[dict], data_dir: Path) -> dict[tuple[str, str], tuple[float, float]]:
+    """(model, category) -> (exact match, majority rate) of the tasks whose standard encoding is not above chance."""
+    out = {}
+    for row in scores:
+        if row["instruction"] != STANDARD:
+            continue
+        n, em = int(row["n"]), float(row["exact_match"])
+        rate = majority_rate(row["task"], data_dir)
+        if rate is not None and binomial_tail(round(em * n), n, rate) >= ABOVE_P:
+            out[(row["model"], row["category"])] = (em, rate)
+    return out
+
+
+def write_results(report: Path, argv: list[str], data_dir: Path) -> Path:
+    data = report / "data"
+    (STUDY / "data").mkdir(parents=True, exist_ok=True)
+    for name in ("verdicts", "ni_scores", "ni_categories", "ni_effects", "ni_sensitivity_cards"):
+        if (data / f"{name}.csv").exists():
+            shutil.copyfile(data / f"{name}.csv", STUDY / "data" / f"{name}.csv")
+    shutil.copyfile(report / "tables" / "natural_instructions.md", STUDY / "natural_instructions.md")
+    verdicts = [v for v in _read(data / "verdicts.csv") if "[ROUGE-L" in v["line"]]
+    categories = [c for c in _read(data / "ni_categories.csv") if c["instruction"] == STANDARD]
+    effects = [e for e in _read(data / "ni_effects.csv") if e["scope"] == "category" and e["metric"] == "rougeL"]
+    models = sorted({c["model"] for c in categories})
+    chance = at_chance(_read(data / "ni_scores.csv"), data_dir)
+    floor = {(c["model"], c["category"]) for c in categories if 100 * float(c["rougeL"]) < FLOOR}
+    mark = {key: " (floor)" for key in floor} | {key: " (chance)" for key in chance}
+    command = "python " + " ".join(shlex.quote(a) for a in [f"benchmarks/{Path(__file__).name}", *argv])
+    lines = ["# Natural Instructions study: results", "",
+             "*Generated by `benchmarks/ni_study.py`: edit the script or rerun it, not this page.*", "",
+             f"Generated at commit `{git_stamp()}` on {datetime.date.today().isoformat()} by", "",
+             "```bash", command, "```", "", "## Verdicts (ROUGE-L, per task)", ""]
+    lines += [f"- {v['line']}" for v in verdicts] + ["", "## ROUGE-L per category, standard encoding (points)", "",
+                                                      "| category | " + " | ".join(models) + " |",
+                                                      "|---|" + "---:|" * len(models)]
+    by = {(c["model"], c["category"]): c for c in categories}
+    for category in sorted({c["category"] for c in categories}):
+        cells = [(_pts(by[(m, category)]["rougeL"]) + mark.get((m, category), ""))
+                 if (m, category) in by else "" for m in models]
+        lines.append(f"| {category} | " + " | ".join(cells) + " |")
+    lines += ["", f"(floor): below {FLOOR:.0f} ROUGE-L points; (chance): a task answered from a label set (at most "
+              f"{LABEL_SET} distinct answers) whose exact match is not above always giving the most frequent one "
+              f"(one-sided binomial, p >= {ABOVE_P}):"]
+    lines += [f"- {m} {c}: exact match {100 * em:.1f} against {100 * rate:.1f}" for (m, c), (em, rate) in sorted(chance.items())]
+    lines += ["", "The effects of those categories are not read.", "",
+              "## What each part of the instruction does (ROUGE-L points, A - B, per category)", "",
+              "| model | category | part | contrast | effect [95%] | instances |", "|---|---|---|---|---:|---:|"]
+    for e in effects:
+        lines.append(f"| {e['model']} | {e['category']}{mark.get((e['model'], e['category']), '')} | {e['part']} | `{e['contrast']}` | "
+                     f"{_pts(e['diff'])} [{_pts(e['ci_low'])}, {_pts(e['ci_high'])}] | {e['n']} |")
+    path = STUDY / "results.md"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--report", type=Path, required=True, help="an instructeval aggregate folder of the study")
+    parser.add_argument("--data-dir", type=Path, default=ROOT.parent / "shared" / "data")
+    args = parser.parse_args(argv)
+    print(f"wrote {write_results(args.report, argv, args.data_dir)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
