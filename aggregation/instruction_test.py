@@ -141,26 +141,16 @@ def detectable_sd(observed: np.ndarray, item_points: np.ndarray, item_weights: n
     its posterior), ``level_logit`` the grid's mean logit. Simulated effects grow through
     ``POWER_TAUS`` until the power is reached."""
     m, n = observed.shape
-    curve: list[tuple[float, float]] = []
-    for tau in POWER_TAUS:
-        rejected, sds = 0, []
-        for _ in range(n_sim):
-            u = rng.normal(0.0, tau, size=m)
-            b = item_points[_draw_rows(item_weights, rng)]
-            p = 1.0 / (1.0 + np.exp(-(level_logit + u[:, None] + b[None, :])))
-            sds.append(100.0 * float(np.std(p.mean(axis=1), ddof=1)))
-            Y = np.where(observed, (rng.random((m, n)) < p).astype(float), np.nan)
-            rejected += permutation_test(Y, classes, n_perm=n_perm, rng=rng).p_value <= alpha
-        curve.append((float(np.mean(sds)), rejected / n_sim))
-        if rejected / n_sim >= power:
-            break
-    if curve[-1][1] < power:
-        return Power(None, power, alpha, tuple(curve), beyond=curve[-1][0])
-    if len(curve) == 1:
-        return Power(curve[0][0], power, alpha, tuple(curve))
-    (sd0, p0), (sd1, p1) = curve[-2], curve[-1]
-    share = (power - p0) / (p1 - p0) if p1 > p0 else 1.0
-    return Power(sd0 + share * (sd1 - sd0), power, alpha, tuple(curve))
+
+    def simulate(tau: float) -> tuple[float, float]:
+        u = rng.normal(0.0, tau, size=m)
+        b = item_points[_draw_rows(item_weights, rng)]
+        p = 1.0 / (1.0 + np.exp(-(level_logit + u[:, None] + b[None, :])))
+        sd = 100.0 * float(np.std(p.mean(axis=1), ddof=1))
+        Y = np.where(observed, (rng.random((m, n)) < p).astype(float), np.nan)
+        return sd, permutation_test(Y, classes, n_perm=n_perm, rng=rng).p_value
+
+    return _search_power(POWER_TAUS, simulate, alpha=alpha, power=power, n_sim=n_sim)
 
 
 SHIFT_TAUS = (0.005, 0.01, 0.02, 0.035, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3)  # shift SDs tried, in score units
@@ -183,15 +173,27 @@ def detectable_shift_sd(Y: np.ndarray, *, alpha: float = 0.05, power: float = 0.
     m, _ = Y.shape
     observed = np.isfinite(Y)
     values = np.where(observed, Y, 0.0)
+
+    def simulate(tau: float) -> tuple[float, float]:
+        u = rng.normal(0.0, tau, size=m)
+        null = _permuted(values, observed, 1, rng)[0]  # each item's scores shuffled among the instructions that scored it
+        shifted = np.where(observed, null + u[:, None], np.nan)
+        return 100.0 * float(np.std(u, ddof=1)), permutation_test(shifted, n_perm=n_perm, rng=rng).p_value
+
+    return _search_power(SHIFT_TAUS, simulate, alpha=alpha, power=power, n_sim=n_sim)
+
+
+def _search_power(taus: Sequence[float], simulate, *, alpha: float, power: float, n_sim: int) -> Power:
+    """The search both power analyses share: for each simulated effect size ``tau`` in turn, ``n_sim``
+    draws of ``simulate(tau) -> (realised effect SD in points, the test's p)``; stop at the first size
+    rejected with probability ``power`` and interpolate the SD between it and the one before."""
     curve: list[tuple[float, float]] = []
-    for tau in SHIFT_TAUS:
+    for tau in taus:
         rejected, sds = 0, []
         for _ in range(n_sim):
-            u = rng.normal(0.0, tau, size=m)
-            sds.append(100.0 * float(np.std(u, ddof=1)))
-            null = _permuted(values, observed, 1, rng)[0]  # each item's scores shuffled among the instructions that scored it
-            shifted = np.where(observed, null + u[:, None], np.nan)
-            rejected += permutation_test(shifted, n_perm=n_perm, rng=rng).p_value <= alpha
+            sd, p_value = simulate(tau)
+            sds.append(sd)
+            rejected += p_value <= alpha
         curve.append((float(np.mean(sds)), rejected / n_sim))
         if rejected / n_sim >= power:
             break

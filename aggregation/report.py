@@ -234,6 +234,16 @@ def _ni_overview(aggregates: Aggregates) -> list[str]:
             f"{scores['category'].nunique()} categories</li>"]
 
 
+def _own_tasks_overview(aggregates: Aggregates, summary: dict, harness_lines: list[str]) -> list[str]:
+    """The nine tasks' overview lines; with none of their variants, a line saying so beside harness
+    tasks, nothing beside Natural Instructions tasks (their own line follows)."""
+    if summary["n_variants"] or not (harness_lines or aggregates.ni):
+        return _instructeval_overview(aggregates, summary)
+    if aggregates.ni is not None:
+        return []
+    return ["<li>InstructEval's own tasks: none in these results</li>"]
+
+
 def _instructeval_overview(aggregates: Aggregates, summary: dict) -> list[str]:
     """The overview's lines for InstructEval's own tasks (left out of a report of harness tasks only)."""
     opts = aggregates.options
@@ -263,8 +273,7 @@ def render_html(aggregates: Aggregates, plot_paths: list[Path], plot_note: str =
         "(Findings of NAACL 2024), computed from lm-evaluation-harness results.</p>",
         _verdicts_html(aggregates),
         "<h2>Overview</h2><ul>",
-        *(_instructeval_overview(aggregates, summary) if summary["n_variants"] or not (harness_lines or aggregates.ni)
-          else [] if aggregates.ni is not None else ["<li>InstructEval's own tasks: none in these results</li>"]),
+        *_own_tasks_overview(aggregates, summary, harness_lines),
         *harness_lines,
         *_ni_overview(aggregates),
         f"<li>Bootstrap: {opts.n_boot} replicates, {opts.ci_level:.0%} percentile intervals, "
