@@ -124,21 +124,12 @@ def _interval(row: dict, key: str, scale: float = 100.0) -> str:
     return f"{value} [{low}, {high}]" if value and low else value
 
 
-def full_stock(folder: Path, metric: str) -> dict[str, tuple[float, float, int]]:
-    """model -> (stock score, its SE in points, rows) of each null-instruction run on every row, on ``metric``."""
-    import numpy as np
-
-    from instructeval_aggregation.harness_effects import load_harness_results
-    from instructeval_aggregation.issues import IssueLog
-
-    out = {}
-    for r in load_harness_results([str(folder)], IssueLog(), samples=True, metric=metric):
-        if r.method != "null" or r.samples_path is None:
-            continue
-        name = r.metric.split(",")[0]
-        y = np.array([float(json.loads(line)[name]) for line in Path(r.samples_path).read_text().splitlines() if line.strip()])
-        out[r.model] = (float(y.mean()), 100 * float(y.std(ddof=1)) / math.sqrt(len(y)), len(y))
-    return out
+def stock_of(rows: dict[int, float]) -> tuple[float, float, int]:
+    """(stock score, its SE in points, rows) of one run's per-row scores."""
+    y = list(rows.values())
+    mean = sum(y) / len(y)
+    sd = math.sqrt(sum((x - mean) ** 2 for x in y) / (len(y) - 1))
+    return mean, 100 * sd / math.sqrt(len(y)), len(y)
 
 
 def full_rows(folder: Path, metric: str) -> dict[str, dict[int, float]]:
@@ -155,10 +146,10 @@ def full_rows(folder: Path, metric: str) -> dict[str, dict[int, float]]:
     return out
 
 
-def pair_rows(study: Path, full: Path, metric: str) -> list[str]:
-    """Table rows: each model pair's stock difference on the study's rows and on every row, with the SE
-    of the study rows' paired difference under their uniform draw from every row."""
-    every, drawn = full_rows(full, metric), full_rows(study, metric)
+def pair_rows(drawn: dict[str, dict[int, float]], every: dict[str, dict[int, float]]) -> list[str]:
+    """Table rows: each model pair's stock difference on the study's rows (``drawn``) and on every row
+    (``every``; both ``full_rows``), with the SE of the study rows' paired difference under their
+    uniform draw from every row."""
     lines = []
     models = sorted(m for m in every if m in drawn)
     for i, a in enumerate(models):
@@ -218,7 +209,8 @@ def metric_section(report: Path, full: Path | None, study: Path | None = None) -
                      f"{_num(m['vs_stock'], 100)} [{_num(m['vs_stock_low'], 100)}, {_num(m['vs_stock_high'], 100)}] | "
                      f"{_num(m['detectable_difference'], 100)} |")
     if full is not None:
-        stock = full_stock(full, metric)
+        every = full_rows(full, metric)
+        stock = {model: stock_of(rows) for model, rows in every.items()}
         lines += ["", "### The study's rows against every row of the local split", "",
                   "| model (pair: the difference) | stock, study rows | stock, every row [rows] | difference | "
                   "SE of the difference (drawing the rows) |",
@@ -232,7 +224,7 @@ def metric_section(report: Path, full: Path | None, study: Path | None = None) -
             lines.append(f"| {e['model']} | {_num(e['stock'], 100)} | {100 * all_score:.1f} ± {all_se:.1f} [{n_all}] | "
                          f"{100 * (float(e['stock']) - all_score):+.1f} | {se:.1f} |")
         if study is not None:
-            lines += pair_rows(study, full, metric)
+            lines += pair_rows(full_rows(study, metric), every)
     return lines + [""]
 
 

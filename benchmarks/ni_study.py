@@ -21,7 +21,6 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import csv
 import datetime
 import shlex
 import shutil
@@ -32,15 +31,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from budget_validation import git_stamp  # noqa: E402
+from harness_study import _read, binomial_tail  # noqa: E402
 
 STUDY = ROOT / "docs" / "ni_study"
 FLOOR = 10.0  # ROUGE-L points under the standard encoding below which a category is at a floor
 ABOVE_P = 0.01
 STANDARD = "definition_pos2"
-
-
-def _read(path: Path) -> list[dict]:
-    return list(csv.DictReader(path.open(encoding="utf-8"))) if path.exists() else []
 
 
 def _pts(value: str) -> str:
@@ -66,13 +62,6 @@ def majority_rate(task: str, data_dir: Path) -> float | None:
         return None
     best = counts.most_common(1)[0][0]
     return sum(best in refs for refs in answers) / len(answers)
-
-
-def binomial_tail(k: int, n: int, p: float) -> float:
-    """``P(X >= k)`` for ``X ~ Binomial(n, p)``."""
-    import math
-
-    return float(sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k, n + 1)))
 
 
 def at_chance(scores: list[dict], data_dir: Path) -> dict[tuple[str, str], tuple[float, float]]:
