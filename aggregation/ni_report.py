@@ -18,6 +18,9 @@ instruction) or its bank id (``generic-0``, ...).
   category the effect is the mean of its tasks' effects, each replicate the mean of the tasks'
   replicates (tasks resampled independently). A part whose two encodings are not both present (an
   encoding not planned because it repeats another's text, or not run) has no row.
+- **Power** (``detectable``): ``(z_{1 - alpha/2} + z_{power}) SE`` with ``alpha = 0.05``, 80% power and
+  ``SE`` the standard deviation of the effect's bootstrap replicates: the smallest true effect the
+  paired comparison finds with that power, so an interval covering 0 says "no effect" only up to it.
 
 Example:
     >>> [part.name for part in SCHEMA_PARTS][:3]
@@ -29,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass, field
+from statistics import NormalDist
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -39,6 +43,7 @@ from instructeval_tasks.encodings import NI_ENCODINGS
 from instructeval_tasks.ni.names import NI_TASKS, ni_id
 
 from .bootstrap import resample_counts, rng_for
+from .harness_methods import ALPHA, POWER
 from .issues import IssueLog
 from .json_input import BadJson, parse_json_bytes
 from .loading import expand_paths, find_samples, results_stamp
@@ -46,6 +51,7 @@ from .loading import expand_paths, find_samples, results_stamp
 NI_TASK_TYPE = "ni"
 METRICS = ("exact_match", "rougeL")
 NULL = "null"
+DETECTABLE_Z = NormalDist().inv_cdf(1 - ALPHA / 2) + NormalDist().inv_cdf(POWER)  # (z_{1-alpha/2} + z_power)
 
 
 @dataclass(frozen=True)
@@ -247,14 +253,15 @@ def effects_frame(found: Sequence[Effect], level: float) -> pd.DataFrame:
     """The effects as rows, each with its percentile interval at ``level`` (NaN without replicates)."""
     rows = []
     for e in found:
-        low = high = math.nan
-        if e.replicates is not None and len(e.replicates):
+        low = high = detectable = math.nan
+        if e.replicates is not None and len(e.replicates) > 1:
             low, high = (float(q) for q in np.quantile(e.replicates, [(1 - level) / 2, (1 + level) / 2]))
+            detectable = DETECTABLE_Z * float(np.std(e.replicates, ddof=1))
         rows.append({"model": e.model, "scope": e.scope, "name": e.name, "category": e.category, "part": e.part,
                      "contrast": e.contrast, "metric": e.metric, "diff": e.diff, "ci_low": low, "ci_high": high,
-                     "n": e.n})
+                     "detectable": detectable, "n": e.n})
     return pd.DataFrame(rows, columns=["model", "scope", "name", "category", "part", "contrast", "metric", "diff",
-                                       "ci_low", "ci_high", "n"])
+                                       "ci_low", "ci_high", "detectable", "n"])
 
 
 @dataclass
@@ -302,7 +309,10 @@ def report_markdown(report: NIReport, decimals: int = 3) -> str:
         "Exact match and ROUGE-L as Super-NaturalInstructions scores them, as fractions (the benchmark prints "
         "them times 100).", "", "## Per task", "", *_markdown(report.scores, decimals), "",
         "## Per category (mean over the category's tasks)", "", *_markdown(report.categories, decimals), "",
-        f"## Schema-part effects per task (A - B, {interval})", "", *_markdown(effects_of["task"], decimals), "",
+        f"## Schema-part effects per task (A - B, {interval})", "",
+        "`detectable`: the effect the paired comparison finds with 80% power at the 5% level, (1.96 + 0.84) x the "
+        "replicates' SD; an interval covering 0 rules out only effects above it.", "",
+        *_markdown(effects_of["task"], decimals), "",
         "## Schema-part effects per category (mean of the tasks' effects)", "",
         *_markdown(effects_of["category"], decimals), ""])
 
@@ -363,13 +373,15 @@ def ni_html(report: NIReport, frame_html: Any) -> str:
         parts += ["<h3>ROUGE-L per category, standard encoding</h3>", frame_html(wide.reset_index(), decimals=1)]
     effects_ = report.effects[(report.effects["scope"] == "category") & (report.effects["metric"] == "rougeL")]
     if not effects_.empty:
-        shown = _points(effects_[["model", "category", "part", "contrast", "diff", "ci_low", "ci_high", "n"]],
-                        ("diff", "ci_low", "ci_high"))
+        shown = _points(effects_[["model", "category", "part", "contrast", "diff", "ci_low", "ci_high", "detectable", "n"]],
+                        ("diff", "ci_low", "ci_high", "detectable"))
         interval = (f"{report.level:.0%} paired bootstrap interval over the instances" if report.n_boot
                     else "no interval (--bootstrap 0)")
         parts += ["<h3>What each part of the instruction does (ROUGE-L, points)</h3>",
                   f"<p class='note'>Encoding A minus encoding B on the same instances, per category (the mean of its "
-                  f"tasks' effects); {html.escape(interval)}. Per task in tables/natural_instructions.md.</p>",
+                  f"tasks' effects); {html.escape(interval)}; detectable: the effect found with 80% power at the 5% "
+                  f"level (an interval covering 0 rules out only effects above it). Per task in "
+                  f"tables/natural_instructions.md.</p>",
                   frame_html(shown.reset_index(drop=True), decimals=1)]
     if report.cards:
         parts.append(cards_html(report.cards, frame_html, title="Sensitivity cards (ROUGE-L)", heading="h3",

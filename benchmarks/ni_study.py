@@ -4,7 +4,8 @@ Reads an ``instructeval aggregate`` folder of ``instructeval run --tasks ni`` re
 ``data/verdicts.csv``, ``ni_categories.csv``, ``ni_effects.csv`` and ``ni_sensitivity_cards.csv``), writes
 the page -- the verdicts, ROUGE-L per category under the benchmark's standard encoding, the schema
 parts' per-category effects with their intervals, and, per model, which categories sit at a floor --
-stamped with the commit, and copies the folder's Natural Instructions CSVs and tables beside it.
+stamped with the commit, and copies the folder's Natural Instructions CSVs and tables beside it. The
+main parts' effects come first with the models side by side; every part's, with its power, follow.
 
 A category is **at a floor** when its ROUGE-L under the standard encoding is below ``FLOOR`` points,
 and **at chance** when it is answered from a label set (at most ``LABEL_SET`` distinct answers among
@@ -77,6 +78,31 @@ def at_chance(scores: list[dict], data_dir: Path) -> dict[tuple[str, str], tuple
     return out
 
 
+SIDE_BY_SIDE = ("2 positive examples", "definition", "2 negative examples", "standard header (vs no instruction)")
+
+
+def side_by_side(effects: list[dict], models: list[str], mark: dict) -> list[str]:
+    """Per part of ``SIDE_BY_SIDE``, one table: category x model, the effect with its interval (a category
+    at a floor or at chance for that model marked)."""
+    lines: list[str] = []
+    for part in SIDE_BY_SIDE:
+        rows = {(e["category"], e["model"]): e for e in effects if e["part"] == part}
+        if not rows:
+            continue
+        contrast = next(iter(rows.values()))["contrast"]
+        lines += [f"## {part[0].upper() + part[1:]}: `{contrast}`, per category and model (ROUGE-L points)", "",
+                  "| category | " + " | ".join(models) + " |", "|---|" + "---:|" * len(models)]
+        for category in sorted({c for c, _ in rows}):
+            cells = []
+            for m in models:
+                e = rows.get((category, m))
+                cells.append("" if e is None else f"{_pts(e['diff'])} [{_pts(e['ci_low'])}, {_pts(e['ci_high'])}]"
+                                                  f"{mark.get((m, category), '')}")
+            lines.append(f"| {category} | " + " | ".join(cells) + " |")
+        lines.append("")
+    return lines
+
+
 def write_results(report: Path, argv: list[str], data_dir: Path) -> Path:
     data = report / "data"
     (STUDY / "data").mkdir(parents=True, exist_ok=True)
@@ -108,12 +134,16 @@ def write_results(report: Path, argv: list[str], data_dir: Path) -> Path:
               f"{LABEL_SET} distinct answers) whose exact match is not above always giving the most frequent one "
               f"(one-sided binomial, p >= {ABOVE_P}):"]
     lines += [f"- {m} {c}: exact match {100 * em:.1f} against {100 * rate:.1f}" for (m, c), (em, rate) in sorted(chance.items())]
-    lines += ["", "The effects of those categories are not read.", "",
-              "## What each part of the instruction does (ROUGE-L points, A - B, per category)", "",
-              "| model | category | part | contrast | effect [95%] | instances |", "|---|---|---|---|---:|---:|"]
+    lines += ["", "The effects of those categories are not read.", ""]
+    lines += side_by_side(effects, models, mark)
+    lines += ["## What each part of the instruction does (ROUGE-L points, A - B, per category)", "",
+              "detectable: the effect the paired comparison finds with 80% power at the 5% level; an interval "
+              "covering 0 rules out only effects above it.", "",
+              "| model | category | part | contrast | effect [95%] | detectable | instances |",
+              "|---|---|---|---|---:|---:|---:|"]
     for e in effects:
         lines.append(f"| {e['model']} | {e['category']}{mark.get((e['model'], e['category']), '')} | {e['part']} | `{e['contrast']}` | "
-                     f"{_pts(e['diff'])} [{_pts(e['ci_low'])}, {_pts(e['ci_high'])}] | {e['n']} |")
+                     f"{_pts(e['diff'])} [{_pts(e['ci_low'])}, {_pts(e['ci_high'])}] | {_pts(e.get('detectable', ''))} | {e['n']} |")
     path = STUDY / "results.md"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path

@@ -156,6 +156,8 @@ def test_aggregate_reports_per_task_per_category_and_schema_part_effects(swept, 
     assert effect["part"] == "2 positive examples" and effect["n"] == 3
     assert effect["diff"] == pytest.approx(sum(d) / 3)
     assert (effect["ci_low"], effect["ci_high"]) == pytest.approx(tuple(np.quantile(reps, [0.025, 0.975])))
+    # power: the effect found with 80% power at the 5% level, from the replicates' SD
+    assert effect["detectable"] == pytest.approx((1.959964 + 0.841621) * np.std(reps, ddof=1), rel=1e-5)
     # task828 has no negative examples: no effect of them, its encodings were not planned
     assert effects[(effects["name"] == COPA) & (effects["part"] == "2 negative examples")].empty
     category = effects[(effects["scope"] == "category") & (effects["name"] == "Textual Entailment")
