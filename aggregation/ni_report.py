@@ -20,7 +20,8 @@ instruction) or its bank id (``generic-0``, ...).
   encoding not planned because it repeats another's text, or not run) has no row.
 - **Power** (``detectable``): ``(z_{1 - alpha/2} + z_{power}) SE`` with ``alpha = 0.05``, 80% power and
   ``SE`` the standard deviation of the effect's bootstrap replicates: the smallest true effect the
-  paired comparison finds with that power, so an interval covering 0 says "no effect" only up to it.
+  paired comparison finds with that power, so an interval covering 0 says "no effect" only up to it;
+  none (NaN) where every replicate is the same (all paired differences equal: no spread to scale).
 
 Example:
     >>> [part.name for part in SCHEMA_PARTS][:3]
@@ -256,7 +257,10 @@ def effects_frame(found: Sequence[Effect], level: float) -> pd.DataFrame:
         low = high = detectable = math.nan
         if e.replicates is not None and len(e.replicates) > 1:
             low, high = (float(q) for q in np.quantile(e.replicates, [(1 - level) / 2, (1 + level) / 2]))
-            detectable = DETECTABLE_Z * float(np.std(e.replicates, ddof=1))
+            sd = float(np.std(e.replicates, ddof=1))
+            # every replicate equal (every paired difference the same): the normal approximation has no
+            # spread to work with, so no detectable size is claimed
+            detectable = DETECTABLE_Z * sd if sd > 0 else math.nan
         rows.append({"model": e.model, "scope": e.scope, "name": e.name, "category": e.category, "part": e.part,
                      "contrast": e.contrast, "metric": e.metric, "diff": e.diff, "ci_low": low, "ci_high": high,
                      "detectable": detectable, "n": e.n})

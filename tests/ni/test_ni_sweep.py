@@ -215,3 +215,19 @@ def test_aggregate_opens_with_one_verdict_per_task_and_writes_its_card(swept, tm
     assert page.index("<h2>Verdict</h2>") < page.index("<h2>Overview</h2>") < page.index("<h2>Natural Instructions</h2>")
     assert "ROUGE-L per category, standard encoding" in page and "Sensitivity cards (ROUGE-L)" in page
     assert "InstructEval's own tasks: none" not in page and "Confidence intervals" not in page
+
+
+def test_an_effect_whose_replicates_do_not_vary_claims_no_detectable_size():
+    """Every paired difference equal (here all 0): the interval is [0, 0] but no power is claimed."""
+    import math
+
+    import numpy as np
+
+    from aggregation.ni_report import Effect, effects_frame
+
+    flat = Effect("m", "task", "t", "c", "definition", "definition_pos2 - pos2", "rougeL", 0.0, np.zeros(200), 100)
+    spread = Effect("m", "task", "t", "c", "definition", "definition_pos2 - pos2", "rougeL", 0.1,
+                    np.random.default_rng(0).normal(0.1, 0.02, 200), 100)
+    frame = effects_frame([flat, spread], 0.95)
+    assert (frame.loc[0, "ci_low"], frame.loc[0, "ci_high"]) == (0.0, 0.0) and math.isnan(frame.loc[0, "detectable"])
+    assert frame.loc[1, "detectable"] == pytest.approx(2.801585 * np.std(spread.replicates, ddof=1), rel=1e-5)
