@@ -33,6 +33,8 @@ import numpy as np
 import pandas as pd
 
 ALPHA, POWER = 0.05, 0.8
+# (z_{1 - alpha/2} + z_power): times a difference's SE, the difference found with that power
+DETECTABLE_Z = NormalDist().inv_cdf(1 - ALPHA / 2) + NormalDist().inv_cdf(POWER)
 METHOD_COLUMNS = ["model", "task", "placement", "num_fewshot", "method", "n_instructions", "n_items", "score", "ci_low",
                   "ci_high", "vs_stock", "vs_stock_low", "vs_stock_high", "detectable_difference"]
 
@@ -45,7 +47,6 @@ def method_rows(Y: np.ndarray, methods: Sequence[str], *, level: float) -> list[
     stock = Y[methods.index("null")]
     n = Y.shape[1]
     z = NormalDist().inv_cdf(0.5 + level / 2)
-    detect = NormalDist().inv_cdf(1 - ALPHA / 2) + NormalDist().inv_cdf(POWER)
     out = []
     for method in sorted(set(methods) - {"null"}):
         rows = [i for i, m in enumerate(methods) if m == method]
@@ -57,7 +58,7 @@ def method_rows(Y: np.ndarray, methods: Sequence[str], *, level: float) -> list[
         out.append({"method": method, "n_instructions": len(rows), "n_items": n, "score": score,
                     "ci_low": score - z * se_m, "ci_high": score + z * se_m, "vs_stock": d,
                     "vs_stock_low": d - z * se_d, "vs_stock_high": d + z * se_d,
-                    "detectable_difference": detect * se_d})
+                    "detectable_difference": DETECTABLE_Z * se_d})
     return out
 
 

@@ -33,7 +33,6 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass, field
-from statistics import NormalDist
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -44,7 +43,7 @@ from instructeval_tasks.encodings import NI_ENCODINGS
 from instructeval_tasks.ni.names import NI_TASKS, ni_id
 
 from .bootstrap import resample_counts, rng_for
-from .harness_methods import ALPHA, POWER
+from .harness_methods import ALPHA, DETECTABLE_Z, POWER
 from .issues import IssueLog
 from .json_input import BadJson, parse_json_bytes
 from .loading import expand_paths, find_samples, results_stamp
@@ -52,7 +51,6 @@ from .loading import expand_paths, find_samples, results_stamp
 NI_TASK_TYPE = "ni"
 METRICS = ("exact_match", "rougeL")
 NULL = "null"
-DETECTABLE_Z = NormalDist().inv_cdf(1 - ALPHA / 2) + NormalDist().inv_cdf(POWER)  # (z_{1-alpha/2} + z_power)
 
 
 @dataclass(frozen=True)
@@ -255,8 +253,9 @@ def effects_frame(found: Sequence[Effect], level: float) -> pd.DataFrame:
     rows = []
     for e in found:
         low = high = detectable = math.nan
-        if e.replicates is not None and len(e.replicates) > 1:
+        if e.replicates is not None and len(e.replicates):
             low, high = (float(q) for q in np.quantile(e.replicates, [(1 - level) / 2, (1 + level) / 2]))
+        if e.replicates is not None and len(e.replicates) > 1:
             sd = float(np.std(e.replicates, ddof=1))
             # every replicate equal (every paired difference the same): the normal approximation has no
             # spread to work with, so no detectable size is claimed
@@ -314,8 +313,8 @@ def report_markdown(report: NIReport, decimals: int = 3) -> str:
         "them times 100).", "", "## Per task", "", *_markdown(report.scores, decimals), "",
         "## Per category (mean over the category's tasks)", "", *_markdown(report.categories, decimals), "",
         f"## Schema-part effects per task (A - B, {interval})", "",
-        "`detectable`: the effect the paired comparison finds with 80% power at the 5% level, (1.96 + 0.84) x the "
-        "replicates' SD; an interval covering 0 rules out only effects above it.", "",
+        f"`detectable`: the effect the paired comparison finds with {POWER:.0%} power at the {ALPHA:.0%} level, "
+        f"{DETECTABLE_Z:.2f} x the replicates' SD; an interval covering 0 rules out only effects above it.", "",
         *_markdown(effects_of["task"], decimals), "",
         "## Schema-part effects per category (mean of the tasks' effects)", "",
         *_markdown(effects_of["category"], decimals), ""])
@@ -383,8 +382,8 @@ def ni_html(report: NIReport, frame_html: Any) -> str:
                     else "no interval (--bootstrap 0)")
         parts += ["<h3>What each part of the instruction does (ROUGE-L, points)</h3>",
                   f"<p class='note'>Encoding A minus encoding B on the same instances, per category (the mean of its "
-                  f"tasks' effects); {html.escape(interval)}; detectable: the effect found with 80% power at the 5% "
-                  f"level (an interval covering 0 rules out only effects above it). Per task in "
+                  f"tasks' effects); {html.escape(interval)}; detectable: the effect found with {POWER:.0%} power at "
+                  f"the {ALPHA:.0%} level (an interval covering 0 rules out only effects above it). Per task in "
                   f"tables/natural_instructions.md.</p>",
                   frame_html(shown.reset_index(drop=True), decimals=1)]
     if report.cards:
