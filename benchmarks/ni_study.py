@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import functools
 import shlex
 import shutil
 import sys
@@ -32,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from budget_validation import git_stamp  # noqa: E402
-from harness_study import _read, binomial_tail  # noqa: E402
+from harness_study import _interval, _num, _read, binomial_tail  # noqa: E402
 
 STUDY = ROOT / "docs" / "ni_study"
 FLOOR = 10.0  # ROUGE-L points under the standard encoding below which a category is at a floor
@@ -40,13 +41,10 @@ ABOVE_P = 0.01
 STANDARD = "definition_pos2"
 
 
-def _pts(value: str) -> str:
-    return "" if value in ("", None) else f"{100 * float(value):.1f}"
-
-
 LABEL_SET = 20  # at most this many distinct answers among the instances: a task answered from a label set
 
 
+@functools.lru_cache(maxsize=None)  # one read of each task file, whichever models scored it
 def majority_rate(task: str, data_dir: Path) -> float | None:
     """The exact match of always answering the most frequent (normalised) reference of ``task``'s evaluated
     instances; None where the instances have more than ``LABEL_SET`` distinct answers (open generation,
@@ -96,8 +94,7 @@ def side_by_side(effects: list[dict], models: list[str], mark: dict) -> list[str
             cells = []
             for m in models:
                 e = rows.get((category, m))
-                cells.append("" if e is None else f"{_pts(e['diff'])} [{_pts(e['ci_low'])}, {_pts(e['ci_high'])}]"
-                                                  f"{mark.get((m, category), '')}")
+                cells.append("" if e is None else _interval(e, "diff") + mark.get((m, category), ""))
             lines.append(f"| {category} | " + " | ".join(cells) + " |")
         lines.append("")
     return lines
@@ -128,7 +125,7 @@ def write_results(report: Path, argv: list[str], data_dir: Path) -> Path:
                                                       "|---|" + "---:|" * len(models)]
     by = {(c["model"], c["category"]): c for c in categories}
     for category in sorted({c["category"] for c in categories}):
-        cells = [(_pts(by[(m, category)]["rougeL"]) + mark.get((m, category), ""))
+        cells = [(_num(by[(m, category)]["rougeL"], 100) + mark.get((m, category), ""))
                  if (m, category) in by else "" for m in models]
         lines.append(f"| {category} | " + " | ".join(cells) + " |")
     lines += ["", f"(floor): below {FLOOR:.0f} ROUGE-L points; (chance): a task answered from a label set (at most "
@@ -144,7 +141,7 @@ def write_results(report: Path, argv: list[str], data_dir: Path) -> Path:
               "|---|---|---|---|---:|---:|---:|"]
     for e in effects:
         lines.append(f"| {e['model']} | {e['category']}{mark.get((e['model'], e['category']), '')} | {e['part']} | `{e['contrast']}` | "
-                     f"{_pts(e['diff'])} [{_pts(e['ci_low'])}, {_pts(e['ci_high'])}] | {_pts(e.get('detectable', ''))} | {e['n']} |")
+                     f"{_interval(e, 'diff')} | {_num(e.get('detectable', ''), 100)} | {e['n']} |")
     path = STUDY / "results.md"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
