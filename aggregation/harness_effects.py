@@ -60,6 +60,7 @@ from instructeval_tasks.estimation.item_response import (ITEM_GRID, Cells, fit_c
                                                           predictive_grids)
 
 from .bootstrap import rng_for
+from .chance import Chance, chance_of, choice_answers
 from .budget_validity import Resolution
 from .draw_statistics import pair_flip_draws
 from .harness_classes import CLASS_COLUMNS, class_rows
@@ -70,7 +71,7 @@ from .issues import IssueLog
 from .json_input import BadJson, parse_json_bytes
 from .leaderboard import kendall_tau_b, percentile_of
 from .loading import expand_paths, find_samples, label_from_pretrained, parse_model_args, results_stamp, warn_truncated
-from .samples import merge_targets, read_sample_targets
+from .samples import merge_targets, read_choice_scores, read_sample_targets
 from .sensitivity_card import Measure, SensitivityCard, basic_interval, build_card, card_measures
 from .sensitivity_measures import mean_square_components
 
@@ -265,6 +266,7 @@ class HarnessEffects:
     # (NaN: a cell a budget did not evaluate)): the per-item scores the verdicts (``verdict``) read
     items: dict = field(default_factory=dict, repr=False)
     methods: pd.DataFrame = field(default_factory=pd.DataFrame)  # the instruction-type breakdown (harness_methods)
+    chance: dict = field(default_factory=dict, repr=False)  # (model, task, placement, n-shot) -> its stock's ``chance.Chance``
 
     def summary(self) -> dict[str, Any]:
         def records(frame: pd.DataFrame) -> list[dict]:
@@ -276,7 +278,8 @@ class HarnessEffects:
 
 EFFECT_COLUMNS = ["model", "task", "placement", "num_fewshot", "metric", "n_instructions", "n_items", "stock", "min", "median",
                   "max", "stock_percentile", "instruction_sd", "instruction_sd_low", "instruction_sd_high", "item_noise_sd",
-                  "permutation_p", "detectable_sd", "cells_share", "item_classes",
+                  "permutation_p", "class_shift_p", "detectable_sd", "cells_share", "item_classes",
+                  "chance", "chance_p", "chance_state",
                   "min_low", "min_high", "median_low", "median_high", "max_low", "max_high",
                   "stock_percentile_low", "stock_percentile_high", "budget_design", "budget", "not_resolved"]
 SCORE_COLUMNS = ["model", "task", "placement", "num_fewshot", "method", "instruction", "score", "estimated", "ci_low",
@@ -298,6 +301,7 @@ def harness_effects(results: list[HarnessResult], issues: IssueLog, *, n_boot: i
     draws_of_grid: dict[tuple, tuple[list[str], np.ndarray, Resolution]] = {}
     class_of_grid: list[dict[str, Any]] = []
     items_of_grid: dict[tuple, tuple] = {}
+    chance_of_grid: dict[tuple, Chance] = {}
     for key in sorted(groups):
         model, task, placement, shot = key
         members = sorted(groups[key], key=lambda r: (r.method != "null", r.method, r.instruction_id))
@@ -314,7 +318,7 @@ def harness_effects(results: list[HarnessResult], issues: IssueLog, *, n_boot: i
             continue
         row, card, grid_scores, drawn = _grid_effects(key, members, later, issues, n_boot=n_boot, level=level, seed=seed,
                                                       n_perm=n_perm, n_power=n_power, class_out=class_of_grid,
-                                                      items_out=items_of_grid)
+                                                      items_out=items_of_grid, chance_out=chance_of_grid)
         scores_of_grid += grid_scores
         if card is not None:
             cards.append(card)
@@ -325,14 +329,15 @@ def harness_effects(results: list[HarnessResult], issues: IssueLog, *, n_boot: i
     scores = pd.DataFrame(scores_of_grid, columns=SCORE_COLUMNS)
     rankings, pairs = _rankings(scores, n_boot=n_boot, level=level, seed=seed, draws=draws_of_grid)
     out = HarnessEffects(effects, rankings, scores, pairs, cards,
-                         classes=pd.DataFrame(class_of_grid, columns=CLASS_COLUMNS), items=items_of_grid)
+                         classes=pd.DataFrame(class_of_grid, columns=CLASS_COLUMNS), items=items_of_grid,
+                         chance=chance_of_grid)
     out.methods = harness_methods(out, level)
     return out
 
 
 def _grid_effects(key: tuple, members: list[HarnessResult], later: list[HarnessResult], issues: IssueLog, *,
                   n_boot: int, level: float, seed: str, n_perm: int, n_power: int, class_out: list[dict[str, Any]],
-                  items_out: dict | None = None):
+                  items_out: dict | None = None, chance_out: dict | None = None):
     """One (model, task, placement, n-shot)'s effects row, its sensitivity card (or None), its score
     rows and, for a budgeted grid, ``(instruction ids, drawn accuracies, their resolution)`` (else
     None); its per-class rows (``harness_classes``) are appended to ``class_out``, its per-item scores
@@ -377,10 +382,16 @@ def _grid_effects(key: tuple, members: list[HarnessResult], later: list[HarnessR
            "max": max(others) if others else math.nan,
            "stock_percentile": percentile_of(others, stock.value) if stock and others else math.nan,
            "instruction_sd": math.nan, "instruction_sd_low": math.nan, "instruction_sd_high": math.nan,
-           "item_noise_sd": math.nan, "permutation_p": math.nan, "detectable_sd": math.nan,
+           "item_noise_sd": math.nan, "permutation_p": math.nan, "class_shift_p": math.nan, "detectable_sd": math.nan,
+           "chance": math.nan, "chance_p": math.nan, "chance_state": "",
            "cells_share": float(np.isfinite(Y).mean()) if got is not None else (math.nan if budgeted else 1.0),
            "item_classes": (1 if classes is None else int(classes.max()) + 1) if got is not None else math.nan,
            "budget_design": design[0] if design else "", "budget": design[1] if design else math.nan, "not_resolved": ""}
+    if Y is not None and stock is not None and np.isfinite(Y[stock_row]).all():
+        found = stock_chance(stock, Y[stock_row], targets, members[0].output_type)
+        row.update(chance=found.rate, chance_p=found.p_value, chance_state=found.state)
+        if chance_out is not None:
+            chance_out[key] = found
     if Y is None or len(members) < 2 or Y.shape[1] < 2:
         return row, None, grid_scores, None
     setting = "zero_shot" if shot == 0 else "few_shot"
@@ -423,10 +434,14 @@ def _grid_effects(key: tuple, members: list[HarnessResult], later: list[HarnessR
     if design is not None and ADAPTIVE in design[0]:  # its cells were chosen from outcomes: no valid test (instruction_test)
         row["not_resolved"] = merged_reasons([*filter(None, row["not_resolved"].split("; ")), f"permutation_p: {ADAPTIVE_NO_TEST}"])
         return row, card, grid_scores, ((ids_of(members), got.drawn, instruction_ok) if got is not None else None)
-    test = permutation_test(Y, classes, n_perm=n_perm, seed=seed, key=key)
+    # the word's test is on the score (one residual sum per instruction); the per-gold-answer test asks
+    # whether answers move between labels, which can happen with the score unmoved (instruction_test)
+    test = permutation_test(Y, None, n_perm=n_perm, seed=seed, key=key)
     row["permutation_p"] = test.p_value
+    if classes is not None:
+        row["class_shift_p"] = permutation_test(Y, classes, n_perm=n_perm, seed=seed, key=(*key, "classes")).p_value
     if test.p_value > NO_EFFECT_ALPHA and n_power > 0:
-        row["detectable_sd"] = _detectable(Y, classes, fit, n_power, rng_for(seed, "harness-power", *key))
+        row["detectable_sd"] = _detectable(Y, None, fit, n_power, rng_for(seed, "harness-power", *key))
     return row, card, grid_scores, ((ids_of(members), got.drawn, instruction_ok) if got is not None else None)
 
 
@@ -704,3 +719,27 @@ def _joint_interval(flips: np.ndarray, *, n_boot: int, level: float, rng: np.ran
     reps = flips[which[:, None], picks].mean(axis=1)
     low, high = np.quantile(reps, [(1 - level) / 2, 1 - (1 - level) / 2])
     return float(low), float(high)
+
+
+def stock_chance(stock: HarnessResult, y: np.ndarray, targets: dict[int, str | None], output_type: str) -> Chance:
+    """The chance test of a grid's stock scores ``y`` (``chance``): a multiple-choice task's gold answers
+    and the model's own (named from its samples' choices); a generation task has no chance rate (only
+    the floor)."""
+    if output_type != "multiple_choice":
+        return chance_of(y, None)
+    gold: list[str | None] = [targets.get(j) for j in range(len(y))]
+    said = None
+    name, _, filt = stock.metric.partition(",")
+    try:
+        scores = read_choice_scores(stock.samples_path, filter_name=filt or "none") if stock.samples_path else None
+    except Exception:  # already read once for the scores; a problem there was reported
+        scores = None
+    if scores is not None and len(scores.gold) == len(y) and all(
+            t is None or t == str(int(g)) or (0 <= g < len(c) and t == str(c[g]).strip())
+            for t, g, c in zip(gold, scores.gold, scores.continuations)):  # the same rows, in the same order
+        named, said = choice_answers(scores, name)
+        if all(g is not None for g in named):
+            gold = named
+        if said is not None and any((s == g) != (v >= 0.5) for s, g, v in zip(said, gold, y)):
+            said = None  # the rule does not reproduce the metric's answers: say nothing of them
+    return chance_of(y, gold, predicted=said)

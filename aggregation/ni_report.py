@@ -41,6 +41,7 @@ import pandas as pd
 
 from instructeval_tasks.encodings import NI_ENCODINGS
 from instructeval_tasks.ni.names import NI_TASKS, ni_id
+from instructeval_tasks.ni.normalize import normalize_answer
 
 from .bootstrap import resample_counts, rng_for
 from .harness_methods import ALPHA, DETECTABLE_Z, POWER
@@ -86,6 +87,8 @@ class NIVariant:
     means: dict[str, float]
     n: int
     values: dict[str, dict[str, float]] = field(default_factory=dict)  # metric -> instance id -> value
+    gold: dict[str, frozenset] = field(default_factory=dict)  # instance id -> its acceptable outputs, normalised
+    said: dict[str, str] = field(default_factory=dict)  # instance id -> the model's answer, normalised
     budgeted: bool = False  # a budgeted sweep's variant (``--budget``): it scored its dealt share of the instances
 
 
@@ -103,9 +106,13 @@ def instruction_label(meta: Mapping[str, Any]) -> str:
     return str(meta.get("instruction_id") or meta.get("method"))
 
 
-def _instance_values(path: str) -> dict[str, dict[str, float]]:
-    """metric -> instance id (the doc's ``id``, else its ``doc_id``) -> value, from one samples file."""
+def _instance_values(path: str) -> tuple[dict[str, dict[str, float]], dict[str, frozenset], dict[str, str]]:
+    """``(metric -> instance id -> value, instance id -> acceptable outputs, instance id -> the model's
+    answer)`` from one samples file (instance id: the doc's ``id``, else its ``doc_id``; answers
+    normalised as the benchmark's exact match compares them, ``ni.normalize``)."""
     out: dict[str, dict[str, float]] = {m: {} for m in METRICS}
+    gold: dict[str, frozenset] = {}
+    said: dict[str, str] = {}
     for raw in Path(path).read_bytes().split(b"\n"):
         if not raw.strip():
             continue
@@ -115,7 +122,21 @@ def _instance_values(path: str) -> dict[str, dict[str, float]]:
         for metric in METRICS:
             if isinstance(record.get(metric), (int, float)):
                 out[metric][key] = float(record[metric])
-    return out
+        outputs = doc.get("outputs")
+        if isinstance(outputs, list) and outputs and all(isinstance(o, str) for o in outputs):
+            gold[key] = frozenset(normalize_answer(o) for o in outputs)
+        answer = _response(record)
+        if answer is not None:
+            said[key] = normalize_answer(answer)
+    return out, gold, said
+
+
+def _response(record: Mapping[str, Any]) -> str | None:
+    """A generation line's answer (its filtered response)."""
+    resps = record.get("filtered_resps", record.get("resps"))
+    while isinstance(resps, list) and len(resps) == 1:
+        resps = resps[0]
+    return resps if isinstance(resps, str) else None
 
 
 def _variant(name: str, meta: Mapping[str, Any], result: Mapping[str, Any], path: Path, data: Mapping[str, Any],
@@ -137,7 +158,7 @@ def _variant(name: str, meta: Mapping[str, Any], result: Mapping[str, Any], path
             found, note = find_samples(path, name, None, data["results"].keys())
         if found:
             try:
-                variant.values = _instance_values(found)
+                variant.values, variant.gold, variant.said = _instance_values(found)
             except (OSError, BadJson) as err:
                 issues.warn("bad-samples", f"samples file {found} unreadable ({err}): no schema-part effects for it",
                             str(path), name)

@@ -42,6 +42,7 @@ from typing import Sequence
 import numpy as np
 
 from .bootstrap import rng_for
+from .chance import Chance, chance_of
 from .harness_effects import NO_EFFECT_ALPHA as ALPHA
 from .instruction_test import POWER_SIMULATIONS, detectable_shift_sd, permutation_test
 from .sensitivity_card import SensitivityCard, build_card
@@ -75,9 +76,29 @@ def _method(label: str) -> str:
     return label.split("-", 1)[0] if "-" in label else "ni_header"
 
 
+def standard_chance(members: Sequence) -> Chance | None:
+    """The chance test of the standard encoding's exact match (``chance``): against always giving the
+    instances' most frequent acceptable output (normalised as the benchmark compares answers), the
+    floor on its ROUGE-L; None without the standard variant's per-instance values."""
+    std = next((v for v in members if v.instruction == STANDARD), None)
+    if std is None or not std.values.get("exact_match"):
+        return None
+    ids = sorted(std.values["exact_match"])
+    y = np.array([std.values["exact_match"][i] for i in ids])
+    rouge = std.values.get(METRIC) or {}
+    floor = float(np.mean([rouge[i] for i in ids])) if all(i in rouge for i in ids) else None
+    gold = [std.gold.get(i) for i in ids] if all(i in std.gold for i in ids) else None
+    said = [std.said.get(i) for i in ids]
+    if gold is None or any(a is None for a in said) or any((a in g) != (v >= 0.5) for a, g, v in zip(said, gold, y)):
+        said = None  # answers unknown, or not those the exact match scored
+    return chance_of(y, gold, predicted=said, floor_score=floor)
+
+
 def ni_verdict(model: str, task: str, labels: Sequence[str], Y: np.ndarray, *, level: float, seed: str,
-               n_perm: int = 999, n_power: int | None = None, card: SensitivityCard | None = None) -> Verdict:
-    """The verdict of one (model, task)'s grid (module doc); ``card`` gives the instruction SD's interval."""
+               n_perm: int = 999, n_power: int | None = None, card: SensitivityCard | None = None,
+               chance: Chance | None = None) -> Verdict:
+    """The verdict of one (model, task)'s grid (module doc); ``card`` gives the instruction SD's interval,
+    ``chance`` the standard encoding's chance test (``standard_chance``)."""
     n_power = POWER_SIMULATIONS if n_power is None else n_power
     labels = list(labels)
     std = labels.index(STANDARD) if STANDARD in labels else None
@@ -103,7 +124,8 @@ def ni_verdict(model: str, task: str, labels: Sequence[str], Y: np.ndarray, *, l
                    sd.ci_high if sd is not None and sd.ci_high is not None else math.nan,
                    test.p_value, detect, best=pick(others[0]) if others else None,
                    worst=pick(others[-1]) if others else None, setting="zero_shot", stock_label=STANDARD,
-                   no_power="" if n_power > 0 else "no power simulated", abstained=BUDGETED if budgeted else "")
+                   no_power="" if n_power > 0 else "no power simulated", abstained=BUDGETED if budgeted else "",
+                   chance=chance)
 
 
 def ni_card(model: str, task: str, labels: Sequence[str], Y: np.ndarray, *, n_boot: int, level: float,
@@ -128,7 +150,8 @@ def ni_verdicts_and_cards(variants: Sequence, *, n_boot: int, level: float, seed
             continue
         labels, Y = grid
         card = None if np.isnan(Y).any() else ni_card(model, task, labels, Y, n_boot=n_boot, level=level, seed=seed)
-        verdict = ni_verdict(model, task, labels, Y, level=level, seed=seed, n_perm=n_perm, n_power=n_power, card=card)
+        verdict = ni_verdict(model, task, labels, Y, level=level, seed=seed, n_perm=n_perm, n_power=n_power, card=card,
+                             chance=standard_chance(members))
         verdicts.append(verdict)
         if card is not None:
             card.verdict = verdict.as_dict()

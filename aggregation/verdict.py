@@ -6,10 +6,20 @@ r"""The verdict: one line per (model, task, setting) that answers "does my numbe
 - the **stock score** ``s`` (the null variant's, i.e. the stock task's) with its own standard error
   over items, ``SE = 100 * sd(y_null, ddof=1) / sqrt(n)`` points (``y_null`` the stock per-item scores,
   ``n`` items): the noise a leaderboard number carries before any instruction is changed;
+- the **chance test** (``chance``): the stock score against always giving the most frequent gold
+  answer of the same rows (one-sided exact binomial, above chance at ``p < 0.01``; a free-form task
+  has a floor instead). Below it, the word is ``at chance`` (or ``at a floor``), said first with what
+  the model does (``answers "no" on 40 of 40 rows``); the instruction effect follows as detail, never
+  read as robustness or sensitivity of a score that carries no knowledge;
 - the **instruction effect**: the instruction-effect SD beyond item noise with its interval
   (``instruction_sd``; "not resolved" where a budget's validation abstains), the within-item
-  permutation test's ``p`` (``permutation_test``) and, where it finds nothing at 5%, the
-  instruction-effect SD ``d`` the design detects with 80% power (``detectable_sd``);
+  permutation test's ``p`` on the **score** (``permutation_test`` without classes: one residual sum
+  per instruction, so it rejects only where the instructions' accuracies differ) and, where it finds
+  nothing at 5%, the instruction-effect SD ``d`` the design detects with 80% power (``detectable_sd``);
+- the **label shift** (multiple-choice and classification grids): the same test with the residuals
+  summed per instruction *and gold answer* (``class_p``); where it rejects at 5%, the line adds
+  ``answers shift between gold labels (p = ...)``: an instruction moves answers toward one label,
+  which may leave the accuracy where it was;
 - the **verdict word**:
 
   - ``sensitive``: ``p <= 0.05`` (the test keeps its size wherever the cells were fixed before any outcome:
@@ -65,8 +75,10 @@ import numpy as np
 import pandas as pd
 
 from .bootstrap import rng_for
+from .chance import Chance, chance_of, choice_answers
 from .harness_effects import ADAPTIVE, ADAPTIVE_NO_TEST
 from .harness_effects import NO_EFFECT_ALPHA as ALPHA  # the test's level read as "an instruction effect"
+from .samples import read_targets_and_choices
 
 SENSITIVE, ROBUST, NOT_RESOLVED = "sensitive", "robust", "not resolved"
 
@@ -118,9 +130,18 @@ class Verdict:
     setting: str | None = None
     stock_label: str = "stock"  # "null" on the nine tasks: the null instruction's score plays the stock one
     no_power: str = ""  # why no power was simulated (where it was not)
+    chance: Chance | None = None  # the stock score against always giving the most frequent gold answer (``chance``)
+    class_p: float = math.nan  # the per-gold-answer test's p: do the instructions move answers between labels?
 
     @property
     def word(self) -> str:
+        if self.chance is not None and self.chance.below:
+            return self.chance.state
+        return self.effect_word
+
+    @property
+    def effect_word(self) -> str:
+        """The word the instruction test and its power give, whatever the chance test says."""
         if math.isnan(self.p_value):
             return NOT_RESOLVED
         if self.p_value <= ALPHA:
@@ -135,19 +156,23 @@ class Verdict:
         text = f"instruction SD {self.instruction_sd:.1f}"
         if not math.isnan(self.sd_low):
             text += f" [{self.sd_low:.1f}, {self.sd_high:.1f}]"
-        text += " points"
-        if self.word == SENSITIVE and not math.isnan(self.sd_low) and self.sd_low <= 0.0:
-            text += " (its interval reaches 0: the effect may move answers between gold labels more than the accuracy)"
-        return text
+        return text + " points"
+
+    def _shift(self) -> str:
+        """The per-gold-answer test's clause, where it rejects: the instructions move answers between labels."""
+        if math.isnan(self.class_p) or self.class_p > ALPHA:
+            return ""
+        return (f"answers shift between gold labels (p = {self.class_p:.3f}: some instruction moves answers toward one "
+                "label; data/harness_classes.csv has each label's accuracy)")
 
     def _power(self) -> str:
         """Why a verdict without an effect is robust or not resolved."""
         se = f"the {self.stock_label} SE {self.stock_se:.1f}"
-        if self.word == SENSITIVE or math.isnan(self.p_value):
+        if self.effect_word == SENSITIVE or math.isnan(self.p_value):
             return ""
         if math.isnan(self.detectable_sd):
             return self.no_power or "even the largest simulated instruction effect was not detected with 80% power"
-        if self.word == ROBUST:
+        if self.effect_word == ROBUST:
             return f"an SD of {self.detectable_sd:.1f} points would have been detected (80% power), no more than {se}"
         if math.isnan(self.stock_se):
             return f"an SD of {self.detectable_sd:.1f} points would have been detected (80% power); no {self.stock_label} score to compare"
@@ -161,9 +186,14 @@ class Verdict:
         if not math.isnan(self.stock) and not math.isnan(self.stock_se):
             stock += f" ± {self.stock_se:.1f}"
         p = f" ({self.abstained or 'no per-item scores'})" if math.isnan(self.p_value) else f" (p = {self.p_value:.3f})"
-        parts = [f"{self.model} {self.task} {self.where}: {stock}", f"{self.word}{p}: {self._effect()}"]
+        parts = [f"{self.model} {self.task} {self.where}: {stock}"]
+        if self.chance is not None and self.chance.below:
+            # the answer first: the score is not evidence of what the model knows; the instructions' effect follows
+            parts += [self.chance.clause(), f"the instructions' effect on it: {self.effect_word}{p}, {self._effect()}"]
+        else:
+            parts.append(f"{self.word}{p}: {self._effect()}")
         why = self._power()
-        text = "; ".join(parts) + (f"; {why}" if why else "")
+        text = "; ".join(parts + [c for c in (why, self._shift()) if c])
         picks = []
         if self.best is not None and self.worst is not None and self.best.why and self.worst.why:
             picks.append("instruction scores not resolved")
@@ -180,6 +210,8 @@ class Verdict:
         return {"verdict": self.word, "line": self.line(), "stock": _num(100 * self.stock), "stock_se": _num(self.stock_se),
                 "n_items": self.n_items, "instruction_sd": _num(self.instruction_sd), "instruction_sd_low": _num(self.sd_low),
                 "instruction_sd_high": _num(self.sd_high), "permutation_p": _num(self.p_value),
+                "instruction_effect": self.effect_word, "class_shift_p": _num(self.class_p),
+                "chance": self.chance.as_dict() if self.chance is not None else None,
                 "detectable_sd": _num(self.detectable_sd),
                 "best": self.best.as_dict() if self.best else None, "worst": self.worst.as_dict() if self.worst else None,
                 "best_method": self.best_method.as_dict() if self.best_method else None,
@@ -242,7 +274,11 @@ class Verdicts:
                          "setting": v.setting or "", "verdict": d["verdict"], "stock": d["stock"], "stock_se": d["stock_se"],
                          "n_items": v.n_items, "instruction_sd": d["instruction_sd"], "instruction_sd_low": d["instruction_sd_low"],
                          "instruction_sd_high": d["instruction_sd_high"], "permutation_p": d["permutation_p"],
-                         "detectable_sd": d["detectable_sd"], "line": d["line"]})
+                         "detectable_sd": d["detectable_sd"], "instruction_effect": d["instruction_effect"],
+                         "class_shift_p": d["class_shift_p"],
+                         "chance_state": v.chance.state if v.chance is not None else "",
+                         "chance": 100 * v.chance.rate if v.chance is not None else math.nan,
+                         "chance_p": v.chance.p_value if v.chance is not None else math.nan, "line": d["line"]})
         return pd.DataFrame(rows)
 
     def pair_frame(self) -> pd.DataFrame:
@@ -317,7 +353,8 @@ def harness_verdicts(effects, *, level: float, n_boot: int, seed: str) -> tuple[
             n_items=int(r["n_items"]) if r["n_items"] is not None and not _isnan(r["n_items"]) else None,
             instruction_sd=r["instruction_sd"], sd_low=r["instruction_sd_low"], sd_high=r["instruction_sd_high"],
             p_value=r["permutation_p"], detectable_sd=r["detectable_sd"], best=best, worst=worst, abstained=abstained,
-            placement=key[2], num_fewshot=key[3], setting="zero_shot" if key[3] == 0 else "few_shot"))
+            placement=key[2], num_fewshot=key[3], setting="zero_shot" if key[3] == 0 else "few_shot",
+            chance=effects.chance.get(key), class_p=r.get("class_shift_p", math.nan)))
     pairs = []
     for p in effects.pairs.to_dict("records"):
         where = (p["task"], p["placement"], int(p["num_fewshot"]))
@@ -396,14 +433,17 @@ def nine_task_verdicts(aggregates, *, n_perm: int = 999, n_power: int | None = N
             elif samples is not None:  # the test holds under a design fixed in advance: it permutes the observed cells
                 Y, classes, keys = samples
                 null = next((i for i, k in enumerate(keys) if k[0] == "null"), None)
-                test = permutation_test(Y, classes, n_perm=n_perm, seed=opts.seed, key=key)
+                test = permutation_test(Y, None, n_perm=n_perm, seed=opts.seed, key=key)
+                class_p = (permutation_test(Y, classes, n_perm=n_perm, seed=opts.seed, key=(*key, "classes")).p_value
+                           if classes is not None else math.nan)
                 detect = math.nan
                 if test.p_value > ALPHA and n_power > 0:
-                    detect = _detectable(Y, classes, None, n_power, rng_for(opts.seed, "verdict-power", *key[1:]))
+                    detect = _detectable(Y, None, None, n_power, rng_for(opts.seed, "verdict-power", *key[1:]))
                 why = "; ".join(f"{name}: {m[name].why}" for name in ("instruction_sd", "spread", "q05", "q95")
                                 if m.get(name) is not None and m[name].value is None and m[name].why)
-                verdict = replace(verdict, p_value=test.p_value, detectable_sd=detect, abstained=why,
-                                  stock_se=stock_se(Y[null]) if null is not None else math.nan, n_items=Y.shape[1])
+                verdict = replace(verdict, p_value=test.p_value, detectable_sd=detect, abstained=why, class_p=class_p,
+                                  stock_se=stock_se(Y[null]) if null is not None else math.nan, n_items=Y.shape[1],
+                                  chance=_nine_chance(aggregates, card, Y[null] if null is not None else None))
             out.append(verdict)
             continue
         matrix = (aggregates.item_matrices or {}).get((card.model, card.task))
@@ -411,18 +451,21 @@ def nine_task_verdicts(aggregates, *, n_perm: int = 999, n_power: int | None = N
         keys = [k for k in card.instructions if k in rows]
         if matrix is None or len(keys) != len(card.instructions) or len(keys) < 2:
             out.append(Verdict(**base, stock=_null_score(aggregates, card), stock_se=math.nan, n_items=card.n_items,
-                               p_value=math.nan, detectable_sd=math.nan, **_picks_without_items(aggregates, card)))
+                               p_value=math.nan, detectable_sd=math.nan, chance=_nine_chance(aggregates, card, None),
+                               **_picks_without_items(aggregates, card)))
             continue
         Y = np.vstack([matrix.values[rows[k]].mean(axis=0) for k in keys])
         null = next((i for i, k in enumerate(keys) if k[0] == "null"), None)
         classes = None  # the gold answers of a zero-shot grid's items (its samples' targets), as for the harness tasks
         if samples is not None and samples[1] is not None and samples[0].shape == Y.shape and np.array_equal(samples[0], Y):
             classes = samples[1]
-        test = permutation_test(Y, classes, n_perm=n_perm, seed=opts.seed, key=key)
+        test = permutation_test(Y, None, n_perm=n_perm, seed=opts.seed, key=key)  # the score's test (the word)
+        class_p = (permutation_test(Y, classes, n_perm=n_perm, seed=opts.seed, key=(*key, "classes")).p_value
+                   if classes is not None else math.nan)
         detect = math.nan
         binary = bool(np.isin(Y, (0.0, 1.0)).all())  # the power simulation draws 0/1 outcomes
         if test.p_value > ALPHA and n_power > 0 and binary:
-            detect = _detectable(Y, classes, None, n_power, rng_for(opts.seed, "verdict-power", *key[1:]))
+            detect = _detectable(Y, None, None, n_power, rng_for(opts.seed, "verdict-power", *key[1:]))
         names = [k[1] if str(k[1]).startswith(str(k[0])) else f"{k[0]}/{k[1]}" for k in keys]
         scores = Y.mean(axis=1)
         order = sorted((i for i in range(len(keys)) if i != null), key=lambda i: (-scores[i], names[i]))
@@ -433,6 +476,7 @@ def nine_task_verdicts(aggregates, *, n_perm: int = 999, n_power: int | None = N
         out.append(Verdict(**base, stock=float(scores[null]) if null is not None else math.nan,
                            stock_se=stock_se(Y[null]) if null is not None else math.nan, n_items=Y.shape[1],
                            p_value=test.p_value, detectable_sd=detect, best=pick(order[0]), worst=pick(order[-1]),
+                           class_p=class_p, chance=_nine_chance(aggregates, card, Y[null] if null is not None else None),
                            no_power="" if binary else "no power simulated (per-item scores are means over demo sets)",
                            best_method=Pick(best_method, float(per_method[best_method].mean()),
                                             *item_interval(per_method[best_method], opts.ci_level))))
@@ -481,6 +525,37 @@ def _samples_grid(aggregates, card) -> tuple[np.ndarray, np.ndarray | None, list
     if not np.isin(Y[np.isfinite(Y)], (0.0, 1.0)).all():
         return None  # the test's power simulation draws 0/1 outcomes
     return Y, classes, list(card.instructions)
+
+
+def _nine_chance(aggregates, card, y_null: np.ndarray | None) -> Chance | None:
+    """The chance test of a nine-task card's null score (``chance``): the gold answers (and, where its
+    rule is known, the model's) from the null variant's samples of the card's setting; ``y_null`` the
+    null's per-item scores of the grid where there is one (a few-shot score: the mean over demo sets, so
+    no answers are named), else that file's own. None without a readable samples file."""
+    frame, choice = aggregates.variants, aggregates.metric_choice
+    if frame is None or frame.empty or choice is None or choice.empty or "samples" not in frame:
+        return None
+    metric = choice[(choice["model"] == card.model) & (choice["task"] == card.task)]["metric"]
+    part = frame[(frame["model"] == card.model) & (frame["task"] == card.task) & (frame["setting"] == card.setting)
+                 & (frame["method"] == "null")]
+    paths = sorted(p for p in part["samples"] if isinstance(p, str))
+    if metric.empty or not paths:
+        return None
+    try:
+        doc_ids, values, targets, scores = read_targets_and_choices(paths[0], str(metric.iloc[0]))
+    except Exception:  # an unreadable log is the pipeline's issue to report
+        return None
+    kinds = part["task_type"].dropna().unique().tolist() if "task_type" in part else []
+    y = values if y_null is None or len(y_null) != len(values) else y_null
+    if not (kinds and set(kinds) <= {"cls", "mcq"}):
+        return chance_of(y, None)
+    gold, said = choice_answers(scores, str(metric.iloc[0]))
+    if any(g is None for g in gold):
+        gold = list(targets)
+    single = len(paths) == 1 and (y is values or np.array_equal(y, values))
+    if said is not None and (not single or any((a == g) != (v >= 0.5) for a, g, v in zip(said, gold, values))):
+        said = None  # a mean over demo sets, or a rule that does not reproduce the metric's answers
+    return chance_of(y, gold, predicted=said)
 
 
 def _picks_without_items(aggregates, card) -> dict[str, Pick | None]:

@@ -48,5 +48,8 @@ NI_ENCODINGS: dict[str, tuple[tuple[str, ...], int | None, int | None, bool]] = 
     "definition_pos2_neg2_explanations": (("definition", "positive_examples", "negative_examples"), 2, 2, True),
 }
 NI_DEFAULT_ENCODING = "definition_pos2"
+# How a Natural Instructions prompt is laid out (metadata ``prompt_format``): the project's schema
+# layout (``ni.prompt``) or Tk-Instruct's collator string, byte for byte (``ni.tk_prompt``).
+NI_PROMPT_FORMATS = ("schema", "tk-instruct")
 # What the instruction_encoding key accepts (a bank entry takes ENCODINGS only; its renderer says so).
 ALL_ENCODINGS: tuple[str, ...] = ENCODINGS + tuple(NI_ENCODINGS)

@@ -21,6 +21,9 @@ key                    default  meaning
                                 ``definition``, ``pos2``, ``definition_pos2`` (their default),
                                 ``definition_pos2_explanations``, ``definition_pos2_neg2``,
                                 ``definition_pos2_neg2_explanations``
+``prompt_format``      schema   Natural Instructions tasks only: ``schema`` (the project's
+                                layout) or ``tk-instruct`` (Tk-Instruct's collator string,
+                                byte for byte; ``docs/natural-instructions.md``)
 ``demo_seed``          0        seed of the fixed, class-balanced demonstration set (>= 0)
 ``data_dir``           --       local files ``<dir>/<task>/{train,eval}.jsonl``; falls back
                                 to ``$INSTRUCTEVAL_DATA_DIR``, then to the HF hub
@@ -66,7 +69,7 @@ from typing import Any, Mapping
 
 from instructeval_tasks.errors import UserError
 
-from .encodings import ALL_ENCODINGS
+from .encodings import ALL_ENCODINGS, NI_PROMPT_FORMATS
 from .model_arg_keys import backend_parameters, model_args_in_flight
 
 DATA_DIR_ENV = "INSTRUCTEVAL_DATA_DIR"
@@ -215,6 +218,7 @@ class TaskOptions:
     instruction_id: str | None = None
     bank_dir: str | None = None
     instruction_encoding: str | None = None
+    prompt_format: str | None = None
     demo_seed: int = 0
     data_dir: str | None = None
     test_sample: int | None = None
@@ -249,6 +253,7 @@ class TaskOptions:
             instruction_id=_identifier(meta, "instruction_id"),
             bank_dir=_str(meta, "bank_dir"),
             instruction_encoding=_choice(meta, "instruction_encoding", ALL_ENCODINGS, None),
+            prompt_format=_choice(meta, "prompt_format", NI_PROMPT_FORMATS, None),
             demo_seed=_seed(meta, "demo_seed", 0),
             data_dir=data_dir,
             test_sample=_int(meta, "test_sample", None, minimum=1),

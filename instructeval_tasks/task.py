@@ -95,6 +95,9 @@ class InstructEvalTask(ConfigurableTask):
         metadata = dict(config.get("metadata") or {})
         self.spec = get_spec(metadata.get("instructeval_task") or config["task"])
         self.options = TaskOptions.from_metadata(metadata)
+        if self.options.prompt_format is not None and self.spec.kind != "ni":
+            raise OptionError(f"{config['task']}: metadata prompt_format applies to the Natural Instructions tasks "
+                              f"(instructeval_ni_*) only; leave it unset")
         self.instruction = self.choose_instruction()
         self.prompt_description = self.describe(self.instruction)
         # chat-user: no description (no system turn of ours); the instruction heads the first user turn

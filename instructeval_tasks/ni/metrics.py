@@ -22,18 +22,11 @@ Example:
 from __future__ import annotations
 
 import functools
-import string
 from typing import Sequence
 
+from .normalize import normalize_answer
+
 METRICS = ("exact_match", "rougeL")
-_PUNCTUATION = frozenset(string.punctuation)
-
-
-def normalize_answer(text: str) -> str:
-    """Lower-case, delete punctuation, collapse whitespace (articles are kept)."""
-    text = text.lower()
-    text = "".join(ch for ch in text if ch not in _PUNCTUATION)
-    return " ".join(text.split())
 
 
 @functools.lru_cache(maxsize=1)

@@ -49,6 +49,9 @@ class TaskFile:
     instances: tuple[dict[str, Any], ...]
     categories: tuple[str, ...]
     optional: tuple[tuple[str, str], ...] = ()  # (component, text) of the first release's extra parts
+    # the examples as the file lists them (the "-" markers kept, an explanation only where the file has one):
+    # what Tk-Instruct's collator reads (``tk_prompt``); None: the checked ones above
+    raw_examples: tuple[tuple[dict[str, str], ...], tuple[dict[str, str], ...]] | None = None
 
     def part(self, component: str) -> str | None:
         return dict(self.optional).get(component)
@@ -135,5 +138,11 @@ def _read(path: str, mtime_ns: int, size: int) -> TaskFile:
         path=path, definition=definition[0], positive_examples=_examples(path, data, "Positive Examples"),
         negative_examples=_examples(path, data, "Negative Examples"), instances=tuple(rows),
         categories=tuple(c for c in categories if isinstance(c, str)) if isinstance(categories, list) else (),
-        optional=optional,
+        optional=optional, raw_examples=(_raw_examples(data, "Positive Examples"), _raw_examples(data, "Negative Examples")),
     )
+
+
+def _raw_examples(data: dict, key: str) -> tuple[dict[str, str], ...]:
+    """The string fields of each example of ``key`` as the file has them (already checked by ``_examples``)."""
+    return tuple({k: e[k] for k in ("input", "output", "explanation") if isinstance(e.get(k), str)}
+                 for e in data.get(key, []) if isinstance(e, dict))

@@ -28,14 +28,15 @@ from typing import Any
 
 import datasets
 
-from ..encodings import ALL_ENCODINGS, NI_DEFAULT_ENCODING
+from ..encodings import ALL_ENCODINGS, NI_DEFAULT_ENCODING, NI_ENCODINGS
 from ..instruction import Instruction, resolve_instruction
 from ..options import OptionError, TaskOptions
-from ..task import InstructEvalTask
+from ..task import CHAT_PLACEMENTS, InstructEvalTask, score_tokenizer
 from .metrics import score
 from .names import REPOSITORY, category_of, source_name
 from .prompt import render_header
 from .source import TaskFile, read_task_file
+from .tk_prompt import MAX_SOURCE_LENGTH, TokenCounter, tk_instruct_prompt
 
 HEADER_METHOD = "ni_header"
 
@@ -63,6 +64,9 @@ class NaturalInstructionsTask(InstructEvalTask):
         if spans_lines(self.task_file):
             config["generation_kwargs"] = {**(config.get("generation_kwargs") or {}), "until": []}
         super().__init__(data_dir=data_dir, cache_dir=cache_dir, download_mode=download_mode, config=config)
+        self._tk_counter: TokenCounter | None = None
+        if self.options.prompt_format == "tk-instruct":
+            self._tk_counter = self._tk_setup(metadata)
 
     @property
     def source_task(self) -> str:
@@ -90,6 +94,43 @@ class NaturalInstructionsTask(InstructEvalTask):
         return Instruction(text, HEADER_METHOD, f"{HEADER_METHOD}-{self.source_task}-{encoding}", None,
                            self.task_file.path, encoding)
 
+    # ------------------------------------------------------------------ prompt_format=tk-instruct
+
+    def _tk_setup(self, metadata: dict) -> TokenCounter:
+        """Checks of ``prompt_format=tk-instruct`` and the tokenizer its length rule counts with (``tk_prompt``)."""
+        name = self.config.task
+        encoding = self.instruction.encoding if self.instruction.method == HEADER_METHOD else None
+        if encoding is not None and encoding not in NI_ENCODINGS:
+            raise OptionError(f"{name}: prompt_format=tk-instruct renders the collator's encodings "
+                              f"({', '.join(NI_ENCODINGS)}), not instruction_encoding={encoding}; choose one of them")
+        if self.options.placement in CHAT_PLACEMENTS:
+            raise OptionError(f"{name}: prompt_format=tk-instruct is the collator's plain-text prompt; drop "
+                              f"placement={self.options.placement} and --apply_chat_template")
+        tokenizer, note = score_tokenizer(self.options, metadata)
+        if tokenizer is None:
+            raise OptionError(f"{name}: prompt_format=tk-instruct counts the prompt's tokens with the model's tokenizer "
+                              f"(the collator's {MAX_SOURCE_LENGTH}-token rule), and {note}")
+        return TokenCounter.of(tokenizer)
+
+    def tk_source(self, doc: dict) -> str:
+        """The collator's string for ``doc`` (``tk_prompt``): the header's encoding (none for no instruction);
+        a bank or literal instruction as its description, then the collator's instance block."""
+        if self.instruction.method == HEADER_METHOD:
+            return tk_instruct_prompt(self.task_file, self.instruction.encoding, doc["input"], self._tk_counter)
+        return self.prompt_description + tk_instruct_prompt(None, None, doc["input"], self._tk_counter)
+
+    def fewshot_context(self, doc, num_fewshot, system_instruction=None, apply_chat_template=False, **kwargs):
+        if self._tk_counter is None:
+            return super().fewshot_context(doc, num_fewshot, system_instruction=system_instruction,
+                                           apply_chat_template=apply_chat_template, **kwargs)
+        if num_fewshot:
+            raise OptionError(f"{self.config.task}: prompt_format=tk-instruct is the collator's prompt, whose examples "
+                              f"are the header's; drop --num_fewshot {num_fewshot}")
+        if apply_chat_template or system_instruction:
+            raise OptionError(f"{self.config.task}: prompt_format=tk-instruct is the collator's plain-text prompt; "
+                              f"drop --apply_chat_template and --system_instruction")
+        return self.tk_source(doc)
+
     def download(self, dataset_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
         rows = [dict(row) for row in self.task_file.instances]
         self._data_source = self.task_file.path
@@ -114,6 +155,7 @@ class NaturalInstructionsTask(InstructEvalTask):
             ni_category=category_of(self.spec.name),
             ni_source=REPOSITORY,
             ni_until=list(self.config.generation_kwargs.get("until") or []),
+            prompt_format=self.options.prompt_format or "schema",
             demo_source="Positive Examples" if record.get("demo_ids") else None,
         )
         return record

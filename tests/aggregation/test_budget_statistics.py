@@ -158,7 +158,8 @@ def test_an_instruction_pushing_answers_to_one_label_shows_at_the_split_class_mi
     grid = (rng.random(p.shape) < p).astype(float)
     _write_grid(tmp_path, "m", "boolq", grid, labels=labels, split={"0": 380, "1": 620})
     out, _ = _effects(tmp_path, n_power=0)
-    assert out.effects.iloc[0]["permutation_p"] <= 0.01  # the shift is an instruction effect
+    # the shift moves answers between labels (the per-gold-answer test), not the score on balanced rows
+    assert out.effects.iloc[0]["class_shift_p"] <= 0.01
     classes = out.classes.set_index(["instruction", "class"])
     assert classes.loc[("generic-5", "1"), "accuracy"] - classes.loc[("generic-5", "0"), "accuracy"] > 0.3
     assert classes.loc[("null", "1"), "split_share"] == pytest.approx(0.62)

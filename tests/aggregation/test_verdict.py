@@ -141,7 +141,9 @@ def test_a_one_model_nine_task_report_opens_with_its_verdict(tmp_path):
     chance = {("null", "null"): 0.5, ("generic", "generic-0"): 0.5, ("generic", "generic-1"): 0.9,
               ("adhoc", "adhoc-agnews-00"): 0.15, ("adhoc", "adhoc-agnews-01"): 0.5}
     grid = {key: (rng.random(120) < p).astype(int).tolist() for key, p in chance.items()}
-    write_run(tmp_path / "runs", "tiny", [SyntheticVariant("agnews", m, i, "zero_shot", correct=c) for (m, i), c in grid.items()])
+    gold = [str(j % 4) for j in range(120)]  # four balanced labels: chance is 25%
+    write_run(tmp_path / "runs", "tiny", [SyntheticVariant("agnews", m, i, "zero_shot", correct=c, targets=gold)
+                                          for (m, i), c in grid.items()])
     out = tmp_path / "report"
     done = subprocess.run([sys.executable, "-m", "instructeval_aggregation", str(tmp_path / "runs"), "--out", str(out),
                            "--bootstrap", "50", "--no-plots"], capture_output=True, text=True, check=False)
@@ -234,3 +236,68 @@ def test_detectable_shift_sd_grows_with_the_items_noise():
     q = detectable_shift_sd(quiet, n_sim=20, rng=np.random.default_rng(1)).detectable_sd
     n = detectable_shift_sd(noisy, n_sim=20, rng=np.random.default_rng(1)).detectable_sd
     assert q is not None and n is not None and q < n
+
+
+def _label_shift_grid(rng: np.random.Generator, items: int, pull: float) -> tuple[np.ndarray, list[str]]:
+    """Half the items' gold answer is "yes", half "no"; instruction i pulls every answer toward "yes"
+    by ``+-pull`` logits (alternating sign), which raises its accuracy on "yes" items as much as it lowers
+    it on "no" items: the answers move between labels, the accuracy does not."""
+    labels = ["yes", "no"] * (items // 2)
+    sign = np.array([1.0 if t == "yes" else -1.0 for t in labels])
+    base = rng.normal(0.5, 1.0, items)
+    pulls = np.array([0.0] + [pull * (-1) ** i for i in range(1, 12)])
+    logits = base[None, :] + pulls[:, None] * sign[None, :]
+    return (rng.random(logits.shape) < 1 / (1 + np.exp(-logits))).astype(float), labels
+
+
+def test_answers_that_move_between_labels_without_moving_the_score_are_their_own_clause_not_sensitive(tmp_path):
+    grid, labels = _label_shift_grid(np.random.default_rng(5), 300, 1.5)
+    _write_grid(tmp_path, "m", "boolq", grid, labels=labels)
+    out, (v,), _ = _verdict(tmp_path)
+    assert v.class_p <= 0.05  # the per-gold-answer test sees the shift
+    assert v.p_value > 0.05 and v.word != SENSITIVE  # the score test does not: the score does not move
+    assert out.effects.iloc[0]["class_shift_p"] == v.class_p and out.effects.iloc[0]["permutation_p"] == v.p_value
+    assert f"answers shift between gold labels (p = {v.class_p:.3f}" in v.line()
+
+
+def test_a_score_that_moves_above_chance_is_sensitive(tmp_path):
+    rng = np.random.default_rng(6)
+    grid = _grid(rng, [0.0, -1.5, 1.5, -0.5, 0.5, 1.0], 200, level=2.0)
+    labels = ["yes", "no"] * 100
+    _write_grid(tmp_path / "a", "m", "boolq", grid, labels=labels)
+    _, (v,), _ = _verdict(tmp_path / "a")
+    assert v.chance.state == "above chance" and v.word == SENSITIVE and v.p_value <= 0.05
+
+
+def test_a_model_that_answers_one_label_everywhere_reads_at_chance_with_what_it_does(tmp_path):
+    rng = np.random.default_rng(7)
+    labels = ["yes", "no"] * 20
+    said_no = np.array([1.0 if t == "no" else 0.0 for t in labels])
+    grid = np.vstack([said_no] + [said_no if i % 2 else (rng.random(40) < 0.5).astype(float) for i in range(1, 5)])
+    _write_grid(tmp_path, "m", "boolq", grid, labels=labels)
+    out, (v,), _ = _verdict(tmp_path)
+    assert v.word == "at chance" and v.chance.rate == 0.5 and v.chance.p_value > 0.01
+    line = v.line()
+    assert line.startswith("m boolq [description, 0-shot]: stock 50.0 ± 8.0; at chance: answers \"no\" on 40 of 40 rows; "
+                           "always answering \"no\" scores 50.0 on these rows (binomial p = ")
+    assert "the instructions' effect on it: " in line and "sensitive (p" not in line.split("the instructions'")[0]
+    row = out.effects.iloc[0]
+    assert row["chance_state"] == "at chance" and row["chance"] == 0.5
+
+
+def test_a_model_clearly_above_the_majority_answer_is_not_at_chance(tmp_path):
+    labels = ["yes", "no"] * 50
+    rng = np.random.default_rng(8)
+    right = (rng.random((4, 100)) < 0.85).astype(float)
+    _write_grid(tmp_path, "m", "boolq", right, labels=labels)
+    _, (v,), _ = _verdict(tmp_path)
+    assert v.chance.state == "above chance" and v.word in (SENSITIVE, ROBUST, NOT_RESOLVED)
+    assert "at chance" not in v.line()
+
+
+def test_a_generation_task_has_a_floor_not_a_chance_rate(tmp_path):
+    grid = np.zeros((4, 60))
+    grid[:, :3] = 1.0  # 5% right under every instruction
+    _write_grid(tmp_path, "m", "gsm8k", grid)  # no labels: not multiple choice
+    _, (v,), _ = _verdict(tmp_path)
+    assert v.word == "at a floor" and v.line().split("; ")[1].startswith("at a floor: 5.0 (below 10")
