@@ -170,8 +170,10 @@ class SensitivityCard:
             text = head + (f"AvgP, MinP, MaxP not resolved across {len(self.instructions)} instructions "
                            "(sensitivity/card.json gives each reason)")
         else:
-            text = head + (f"{_shown(m['avgp'])} [{_shown(m['minp'])}-{_shown(m['maxp'])}] "
-                           f"across {len(self.instructions)} instructions")
+            lo, hi = _shown(m["minp"]), _shown(m["maxp"])
+            span = f"[{lo}-{hi}]" if "not resolved" not in (lo, hi) else (
+                "(MinP and MaxP not resolved)" if lo == hi else f"(MinP {lo}, MaxP {hi})")
+            text = head + f"{_shown(m['avgp'])} {span} across {len(self.instructions)} instructions"
         sd = m.get("instruction_sd")
         if sd is not None and sd.value is not None:
             text += f"; instruction SD {_num(sd.value)}"

@@ -196,9 +196,10 @@ class Verdict:
         text = "; ".join(parts + [c for c in (why, self._shift()) if c])
         picks = []
         if self.best is not None and self.worst is not None and self.best.why and self.worst.why:
-            picks.append("instruction scores not resolved")
+            picks.append(f"best and worst instruction not resolved ({self.best.why})" if self.best.why == self.worst.why
+                         else "best and worst instruction not resolved")
         elif self.best is not None:
-            picks.append(f"best {self.best.text()}")
+            picks.append("best instruction not resolved" if self.best.why else f"best {self.best.text()}")
         if self.worst is not None and not self.worst.why and self.worst.name != (self.best.name if self.best else None):
             picks.append(f"worst {self.worst.text()}")
         if self.best_method is not None:
@@ -347,6 +348,11 @@ def harness_verdicts(effects, *, level: float, n_boot: int, seed: str) -> tuple[
         part = scores[(scores["model"] == key[0]) & (scores["task"] == key[1]) & (scores["placement"] == key[2])
                       & (scores["num_fewshot"] == key[3]) & (scores["method"] != "null")]
         best, worst = _best_worst(part, Y, ids, level)
+        if r.get("budget_design") and (_isnan(r["max"]) or _isnan(r["min"])):
+            # naming the largest of noisy estimates is the max statistic: only where the validation resolves it
+            why = "the budget validation does not resolve max and min at this design and budget"
+            best = replace(best, score=math.nan, why=why) if best is not None else None
+            worst = replace(worst, score=math.nan, why=why) if worst is not None else None
         abstained = r.get("not_resolved") or ""
         verdicts.append(Verdict(
             model=key[0], task=key[1], where=f"[{key[2]}, {key[3]}-shot]", stock=r["stock"], stock_se=se,
@@ -607,6 +613,10 @@ def _budgeted_nine(card, aggregates, base: dict) -> Verdict:
                 name = r["instruction"] if str(r["instruction"]).startswith(str(r["method"])) else f"{r['method']}/{r['instruction']}"
                 picks.append(Pick(name, math.nan, why=why) if why else Pick(name, r["estimate"], r["ci_low"], r["ci_high"]))
             best, worst = picks
+            extremes = [card.measures.get(k) for k in ("maxp", "minp")]
+            if any(m is not None and m.value is None for m in extremes):  # naming the largest estimate is MaxP
+                why = "the budget validation does not resolve max and min at this design and budget"
+                best, worst = replace(best, score=math.nan, why=why), replace(worst, score=math.nan, why=why)
         meth = sel(budget.methods)
         if not meth.empty:
             r = meth.sort_values(["estimate", "method"], ascending=[False, True]).iloc[0]

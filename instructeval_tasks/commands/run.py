@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from instructeval_tasks.encodings import NI_PROMPT_FORMATS
 from instructeval_tasks.sweep.executor_registry import EXECUTORS
 
 
@@ -58,6 +59,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="with a chat placement, demos as user/assistant turns (lm-eval's default)")
     parser.add_argument("--no-fewshot-as-multiturn", dest="fewshot_as_multiturn", action="store_false",
                         help="with a chat placement, demos folded into one user turn")
+    parser.add_argument("--ni-prompt-format", dest="ni_prompt_format", default="schema", choices=NI_PROMPT_FORMATS,
+                        help="Natural Instructions tasks: the project's schema layout (default) or Tk-Instruct's "
+                             "collator string, byte for byte (metadata prompt_format; docs/natural-instructions.md)")
     parser.add_argument("--harness-rows", dest="harness_rows", default="balanced", choices=("balanced", "uniform"),
                         help="how a harness task's --test-sample rows are drawn: balanced over the gold answers "
                         "(default, as the nine tasks') or uniform (the stock score then estimates the whole split's, "
@@ -192,6 +196,7 @@ def run(args: argparse.Namespace) -> int:
         placements=tuple(p.strip() for p in args.placements.split(",") if p.strip()),
         fewshot_as_multiturn=args.fewshot_as_multiturn,
         harness_rows=args.harness_rows,
+        ni_prompt_format=args.ni_prompt_format,
     ))
     print(f"{report.planned} planned, {report.skipped} skipped (done), {report.evaluated} evaluated: {report.output_dir}")
     return 0

@@ -101,7 +101,8 @@ class Variant:
         where = "" if self.placement == "description" else f"@{self.placement}"
         return f"{self.task}:{self.setting_code}{where}"
 
-    def protocol_metadata(self, profile: Profile, *, bank_dir: str | None, data_dir: str | None) -> dict[str, Any]:
+    def protocol_metadata(self, profile: Profile, *, bank_dir: str | None, data_dir: str | None,
+                          ni_prompt_format: str = "schema") -> dict[str, Any]:
         """The variant's task metadata before model keys; its fingerprint covers all of it."""
         meta: dict[str, Any] = {
             "version": 1.0,
@@ -123,6 +124,8 @@ class Variant:
             "data_dir": data_dir,
             "sweep": {**profile.as_dict(), "instruction_text_sha": self.entry.sha},
         }
+        if ni_prompt_format != "schema" and get_spec(self.task).kind == "ni":  # the schema's records stay as they were
+            meta["prompt_format"] = ni_prompt_format
         if self.placement != "description":  # the description placement's records stay as they were
             meta["placement"] = self.placement
             meta["fewshot_as_multiturn"] = self.fewshot_as_multiturn is not False

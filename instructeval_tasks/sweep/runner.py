@@ -243,6 +243,9 @@ class Sweep:
                             f"Natural Instructions task is scored by ROUGE-L; deal its cells in advance (--budget-design "
                             f"uniform or balanced) or drop --budget")
         _check_nine_task_overrides(o.overrides, self.task_names, o.harness_tasks, self.echo)
+        if o.ni_prompt_format != "schema" and not ni_tasks:
+            raise UserError(f"--ni-prompt-format {o.ni_prompt_format} applies to the Natural Instructions tasks "
+                            f"(--tasks ni or ni_<task>), and none is in --tasks; drop it")
         if o.harness_rows != "balanced" and not o.harness_tasks:
             raise UserError(f"--harness-rows {o.harness_rows} applies to --harness-tasks only (the nine tasks' test "
                             "sample is balanced, as the paper's); add --harness-tasks or drop it")
@@ -301,7 +304,8 @@ class Sweep:
         self.model_meta = {k: self.args_dict[k] for k in MODEL_ARG_KEYS if k in self.args_dict}
         self.run_fp = run_fingerprint(self.o.model, self.args_dict, self.task_names, self.data_dir)  # also: every data file exists
         self.plan_variants = [replace(v, metadata=self.job_metadata(v.protocol_metadata(
-            self.prof, bank_dir=self.bank_dir, data_dir=self.data_dir), v.task)) for v in plan]
+            self.prof, bank_dir=self.bank_dir, data_dir=self.data_dir, ni_prompt_format=self.o.ni_prompt_format),
+            v.task)) for v in plan]
         self.stock_runs = self.plan_stock_runs()
         self.every_harness, self.harness_configs = self.plan_harness()
 

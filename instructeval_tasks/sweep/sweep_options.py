@@ -64,6 +64,8 @@ class SweepOptions:
             lm-eval's default, True) or folded into one user turn (False).
         harness_rows: how a harness task's test sample is drawn: ``balanced`` over its gold answers
             (as the nine tasks'), or ``uniform`` (its stock score then estimates the whole split's).
+        ni_prompt_format: the Natural Instructions tasks' prompt, ``schema`` or ``tk-instruct`` (task
+            metadata ``prompt_format``; recorded, and in the fingerprint, only when not ``schema``).
     """
 
     model: str
@@ -96,3 +98,4 @@ class SweepOptions:
     placements: tuple[str, ...] | list[str] = ("description",)
     fewshot_as_multiturn: bool | None = None
     harness_rows: str = "balanced"
+    ni_prompt_format: str = "schema"

@@ -68,7 +68,7 @@ def test_a_budget_the_validation_does_not_resolve_is_not_resolved_without_an_eff
     _, (v,), _ = _verdict(tmp_path)
     assert v.p_value > 0.05 and v.abstained
     assert v.word == NOT_RESOLVED
-    assert v.best.why and v.worst.why and "; instruction scores not resolved" in v.line()
+    assert v.best.why and v.worst.why and "; best and worst instruction not resolved" in v.line()
 
 
 def test_item_resampling_flips_apart_models_rarely_and_tied_models_often():
@@ -174,10 +174,10 @@ def test_a_budgeted_zero_shot_grid_is_tested_on_its_observed_cells(tmp_path):
     rng = np.random.default_rng(8)
     chance = [0.5, 0.05, 0.95, 0.05, 0.95, 0.05, 0.95]  # the null instruction, then instructions far apart
     y = (rng.random((len(INSTRUCTIONS), N_ITEMS)) < np.array(chance)[:, None]).astype(float)
-    _budgeted_run(tmp_path / "runs", "m", y, fraction=0.5)
+    _budgeted_run(tmp_path / "runs", "m", y, fraction=0.5, targets=[str(j % 4) for j in range(N_ITEMS)])  # chance 25%
     result = aggregate(load_runs([tmp_path / "runs"]), n_boot=50, estimate_draws=50)
     (v,) = verdicts_of(result).nine
-    assert v.word == SENSITIVE and v.p_value <= 0.05
+    assert v.chance.state == "above chance" and v.word == SENSITIVE and v.p_value <= 0.05
     assert v.best_method is not None and v.best_method.name in {"null", "generic"}
     assert v.line().startswith("m agnews [zero-shot]: null ")
 
@@ -301,3 +301,27 @@ def test_a_generation_task_has_a_floor_not_a_chance_rate(tmp_path):
     _write_grid(tmp_path, "m", "gsm8k", grid)  # no labels: not multiple choice
     _, (v,), _ = _verdict(tmp_path)
     assert v.word == "at a floor" and v.line().split("; ")[1].startswith("at a floor: 5.0 (below 10")
+
+
+def test_a_budget_whose_max_is_not_resolved_names_no_best_instruction(tmp_path, validated):
+    validated(lambda statistic, design, budget: statistic not in ("max", "min"))  # scores resolved, extremes not
+    rng = np.random.default_rng(4)
+    grid = _grid(rng, [0.0, -1.0, -0.5, 0.0, 0.5, 1.0, 0.2, -0.2], 150, level=1.0)
+    _write_grid(tmp_path, "m", "boolq", grid, _mask(rng, grid.shape, 0.3))
+    out, (v,), _ = _verdict(tmp_path)
+    assert not out.scores["score"].drop(0).isna().all()  # each instruction's estimate is resolved
+    line = v.line()
+    assert ("best and worst instruction not resolved (the budget validation does not resolve max and min at this "
+            "design and budget)") in line
+    assert "best generic" not in line and "worst generic" not in line
+
+
+def test_the_card_line_says_which_extremes_are_not_resolved():
+    from instructeval_aggregation.sensitivity_card import Measure, SensitivityCard
+
+    card = SensitivityCard("m", "t", "zero_shot", "acc", [("null", "null"), ("generic", "g1")], 10,
+                           {"avgp": Measure(50.0), "minp": Measure(None, why="not resolved at --budget 0.1"),
+                            "maxp": Measure(None, why="not resolved at --budget 0.1")}, {})
+    assert "50.0 (MinP and MaxP not resolved) across 2 instructions" in card.summary_line()
+    card.measures["minp"] = Measure(40.0)
+    assert "50.0 (MinP 40.0, MaxP not resolved) across 2 instructions" in card.summary_line()
