@@ -95,6 +95,7 @@ class HarnessResult:
     budget: dict | None = None  # the variant's ``metadata.budget`` record (its cells), if budgeted
     output_type: str | None = None  # the task config's ``output_type`` (``multiple_choice``, ``generate_until``, ...)
     split_classes: dict | None = None  # ``{gold answer: rows}`` of the whole evaluation split (multiple choice)
+    seconds: float = math.nan  # its share of the results file's ``total_evaluation_time_seconds`` (wall)
 
 
 def _metric_key(result: dict, config: dict, preferred: str | None = None) -> str | None:
@@ -150,8 +151,17 @@ def load_harness_results(paths: Iterable[str], issues: IssueLog, *, samples: boo
                 metric=key, value=float(value), file=str(path), samples_path=sample_path, test_ids=record.get("test_ids"),
                 budget=meta.get("budget") if isinstance(meta.get("budget"), dict) else None,
                 output_type=config.get("output_type") if isinstance(config.get("output_type"), str) else None,
-                split_classes=record.get("split_classes") if isinstance(record.get("split_classes"), dict) else None))
+                split_classes=record.get("split_classes") if isinstance(record.get("split_classes"), dict) else None,
+                seconds=_seconds_each(data)))
     return out
+
+
+def _seconds_each(data: dict) -> float:
+    """A results file's evaluation time shared evenly over its variants (as ``sweep.chunk`` records a call's)."""
+    try:
+        return float(data.get("total_evaluation_time_seconds")) / max(1, len(data["results"]))
+    except (TypeError, ValueError):
+        return math.nan
 
 
 @dataclass(frozen=True)
@@ -267,6 +277,7 @@ class HarnessEffects:
     items: dict = field(default_factory=dict, repr=False)
     methods: pd.DataFrame = field(default_factory=pd.DataFrame)  # the instruction-type breakdown (harness_methods)
     chance: dict = field(default_factory=dict, repr=False)  # (model, task, placement, n-shot) -> its stock's ``chance.Chance``
+    seconds_per_cell: dict = field(default_factory=dict, repr=False)  # (model, task, placement, n-shot) -> wall s per cell
 
     def summary(self) -> dict[str, Any]:
         def records(frame: pd.DataFrame) -> list[dict]:
@@ -302,6 +313,7 @@ def harness_effects(results: list[HarnessResult], issues: IssueLog, *, n_boot: i
     class_of_grid: list[dict[str, Any]] = []
     items_of_grid: dict[tuple, tuple] = {}
     chance_of_grid: dict[tuple, Chance] = {}
+    seconds_of_grid: dict[tuple, float] = {}
     for key in sorted(groups):
         model, task, placement, shot = key
         members = sorted(groups[key], key=lambda r: (r.method != "null", r.method, r.instruction_id))
@@ -318,7 +330,8 @@ def harness_effects(results: list[HarnessResult], issues: IssueLog, *, n_boot: i
             continue
         row, card, grid_scores, drawn = _grid_effects(key, members, later, issues, n_boot=n_boot, level=level, seed=seed,
                                                       n_perm=n_perm, n_power=n_power, class_out=class_of_grid,
-                                                      items_out=items_of_grid, chance_out=chance_of_grid)
+                                                      items_out=items_of_grid, chance_out=chance_of_grid,
+                                                      seconds_out=seconds_of_grid)
         scores_of_grid += grid_scores
         if card is not None:
             cards.append(card)
@@ -330,14 +343,14 @@ def harness_effects(results: list[HarnessResult], issues: IssueLog, *, n_boot: i
     rankings, pairs = _rankings(scores, n_boot=n_boot, level=level, seed=seed, draws=draws_of_grid)
     out = HarnessEffects(effects, rankings, scores, pairs, cards,
                          classes=pd.DataFrame(class_of_grid, columns=CLASS_COLUMNS), items=items_of_grid,
-                         chance=chance_of_grid)
+                         chance=chance_of_grid, seconds_per_cell=seconds_of_grid)
     out.methods = harness_methods(out, level)
     return out
 
 
 def _grid_effects(key: tuple, members: list[HarnessResult], later: list[HarnessResult], issues: IssueLog, *,
                   n_boot: int, level: float, seed: str, n_perm: int, n_power: int, class_out: list[dict[str, Any]],
-                  items_out: dict | None = None, chance_out: dict | None = None):
+                  items_out: dict | None = None, chance_out: dict | None = None, seconds_out: dict | None = None):
     """One (model, task, placement, n-shot)'s effects row, its sensitivity card (or None), its score
     rows and, for a budgeted grid, ``(instruction ids, drawn accuracies, their resolution)`` (else
     None); its per-class rows (``harness_classes``) are appended to ``class_out``, its per-item scores
@@ -349,6 +362,8 @@ def _grid_effects(key: tuple, members: list[HarnessResult], later: list[HarnessR
     Y, targets = _item_matrix(members, issues, where, budgeted=budgeted, later=later)
     if Y is not None and items_out is not None:
         items_out[key] = (members[0].test_ids, [r.instruction_id for r in members], Y)
+        if seconds_out is not None and all(math.isfinite(r.seconds) for r in members) and Y.shape[1]:
+            seconds_out[key] = float(np.mean([r.seconds for r in members])) / Y.shape[1]
     values = [r.value for r in members]
     classes = None
     if Y is not None and members[0].output_type == "multiple_choice":  # the gold answers are classes

@@ -76,6 +76,7 @@ import pandas as pd
 
 from .bootstrap import rng_for
 from .chance import Chance, chance_of, choice_answers
+from .design_projection import Projection, project
 from .harness_effects import ADAPTIVE, ADAPTIVE_NO_TEST
 from .harness_effects import NO_EFFECT_ALPHA as ALPHA  # the test's level read as "an instruction effect"
 from .samples import read_targets_and_choices
@@ -132,6 +133,7 @@ class Verdict:
     no_power: str = ""  # why no power was simulated (where it was not)
     chance: Chance | None = None  # the stock score against always giving the most frequent gold answer (``chance``)
     class_p: float = math.nan  # the per-gold-answer test's p: do the instructions move answers between labels?
+    projection: Projection | None = None  # a full grid's not resolved word: the design that would resolve it
 
     @property
     def word(self) -> str:
@@ -193,6 +195,8 @@ class Verdict:
         else:
             parts.append(f"{self.word}{p}: {self._effect()}")
         why = self._power()
+        if why and self.projection is not None and self.effect_word == NOT_RESOLVED and not self.abstained:
+            why += "; " + self.projection.text()
         text = "; ".join(parts + [c for c in (why, self._shift()) if c])
         picks = []
         if self.best is not None and self.worst is not None and self.best.why and self.worst.why:
@@ -360,7 +364,8 @@ def harness_verdicts(effects, *, level: float, n_boot: int, seed: str) -> tuple[
             instruction_sd=r["instruction_sd"], sd_low=r["instruction_sd_low"], sd_high=r["instruction_sd_high"],
             p_value=r["permutation_p"], detectable_sd=r["detectable_sd"], best=best, worst=worst, abstained=abstained,
             placement=key[2], num_fewshot=key[3], setting="zero_shot" if key[3] == 0 else "few_shot",
-            chance=effects.chance.get(key), class_p=r.get("class_shift_p", math.nan)))
+            chance=effects.chance.get(key), class_p=r.get("class_shift_p", math.nan),
+            projection=_projection(Y, ids, r, effects.seconds_per_cell.get(key, math.nan))))
     pairs = []
     for p in effects.pairs.to_dict("records"):
         where = (p["task"], p["placement"], int(p["num_fewshot"]))
@@ -381,6 +386,15 @@ def harness_verdicts(effects, *, level: float, n_boot: int, seed: str) -> tuple[
                                  p["flip_probability"], p["ci_low"], p["ci_high"], item_flip, p.get("not_resolved") or "",
                                  item_why))
     return verdicts, pairs
+
+
+def _projection(Y: np.ndarray | None, ids: Sequence[str] | None, row: dict, seconds_per_cell: float) -> Projection | None:
+    """The design that would resolve a full grid's verdict where its test found nothing and its power falls
+    short (``design_projection``); None elsewhere (a budget has its own advice, ``--budget-extend``)."""
+    if (Y is None or ids is None or "null" not in ids or not np.isfinite(Y).all() or Y.shape[0] < 2 or Y.shape[1] < 3
+            or _isnan(row.get("permutation_p", math.nan)) or row["permutation_p"] <= ALPHA):
+        return None
+    return project(Y, list(ids).index("null"), seconds_per_cell=seconds_per_cell)
 
 
 def _isnan(x: Any) -> bool:
@@ -483,6 +497,8 @@ def nine_task_verdicts(aggregates, *, n_perm: int = 999, n_power: int | None = N
                            stock_se=stock_se(Y[null]) if null is not None else math.nan, n_items=Y.shape[1],
                            p_value=test.p_value, detectable_sd=detect, best=pick(order[0]), worst=pick(order[-1]),
                            class_p=class_p, chance=_nine_chance(aggregates, card, Y[null] if null is not None else None),
+                           projection=(project(Y, null) if null is not None and binary and test.p_value > ALPHA
+                                       and Y.shape[1] >= 3 else None),
                            no_power="" if binary else "no power simulated (per-item scores are means over demo sets)",
                            best_method=Pick(best_method, float(per_method[best_method].mean()),
                                             *item_interval(per_method[best_method], opts.ci_level))))

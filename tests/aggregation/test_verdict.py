@@ -58,6 +58,13 @@ def test_no_effect_is_robust_only_where_the_design_detects_effects_the_size_of_t
     assert by["few"].word == NOT_RESOLVED and by["few"].detectable_sd > by["few"].stock_se
     assert "robust (p = " in by["many"].line() and "would have been detected (80% power), no more than the stock SE" in by["many"].line()
     assert "only an SD of" in by["few"].line()
+    # what to run: more instructions on as many rows, where the F approximation detects an SD within the stock SE
+    p = by["few"].projection
+    assert p is not None and p.instructions > 4 and p.rows >= 200 and p.detectable_sd <= p.stock_se
+    assert (f"resolving needs about {p.instructions} instructions x {p.rows} rows: there an SD "
+                                     f"of {p.detectable_sd:.1f} points is detected (80% power), no more than the stock "
+                                     f"SE {p.stock_se:.1f}; best ") in by["few"].line()
+    assert by["many"].projection is None or "resolving needs" not in by["many"].line()
 
 
 def test_a_budget_the_validation_does_not_resolve_is_not_resolved_without_an_effect(tmp_path, validated):
@@ -325,3 +332,16 @@ def test_the_card_line_says_which_extremes_are_not_resolved():
     assert "50.0 (MinP and MaxP not resolved) across 2 instructions" in card.summary_line()
     card.measures["minp"] = Measure(40.0)
     assert "50.0 (MinP 40.0, MaxP not resolved) across 2 instructions" in card.summary_line()
+
+
+def test_the_projection_costs_the_design_at_the_runs_measured_rate(tmp_path):
+    rng = np.random.default_rng(3)
+    _write_grid(tmp_path, "few", "boolq", _null_grid(rng, 4, 200))
+    for path in (tmp_path / "few").rglob("results_*.json"):
+        data = json.loads(path.read_text())
+        data["total_evaluation_time_seconds"] = str(2.0 * len(data["results"]))  # 2 s per variant: 0.01 s per cell
+        path.write_text(json.dumps(data))
+    _, (v,), _ = _verdict(tmp_path)
+    p = v.projection
+    assert p.seconds == pytest.approx(p.instructions * p.rows * 0.01)
+    assert f"rows (about {p.seconds / 60:.0f} minutes at this run's measured rate)" in v.line()
