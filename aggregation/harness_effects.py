@@ -62,7 +62,6 @@ from instructeval_tasks.estimation.item_response import (ITEM_GRID, Cells, fit_c
 from .bootstrap import rng_for
 from .chance import Chance, chance_of, choice_answers
 from .budget_validity import Resolution
-from .draw_statistics import pair_flip_draws
 from .harness_classes import CLASS_COLUMNS, class_rows
 from .harness_budget import design_of, effect_statistics, merged_reasons, resolve
 from .harness_methods import harness_methods

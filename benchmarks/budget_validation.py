@@ -88,6 +88,7 @@ import argparse
 import dataclasses
 import datetime
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -774,7 +775,7 @@ def main(argv: list[str] | None = None) -> int:
                 "draws": args.draws, "min_items": args.min_items, "full_methods": list(full_methods),
                 "simulated": args.simulated, "extend_from": args.extend_from,
                 "caches": [caches[name] for name in sorted({grid["cache"] for grid in grids.values()})]}
-    command = shlex.join(["python", "benchmarks/budget_validation.py", *(sys.argv[1:] if argv is None else argv)])
+    command = page_command("budget_validation.py", sys.argv[1:] if argv is None else argv)
 
     def save(seconds: float) -> None:
         if args.save_results:
@@ -894,7 +895,7 @@ def report_saved(args: argparse.Namespace, grids: dict[str, dict], shipped: list
     unknown = sorted(set(settings["grids"]) - set(grids))
     if unknown:
         raise SystemExit(f"--from-results: grid {', '.join(unknown)} is in no cache of {HERE / 'data'}")
-    command = shlex.join(["python", "benchmarks/budget_validation.py", *(sys.argv[1:] if argv is None else argv)])
+    command = page_command("budget_validation.py", sys.argv[1:] if argv is None else argv)
     stamps = {part["stamp"] for part in parts}
     stamp = stamps.pop() if len(stamps) == 1 else "; ".join(part["stamp"] for part in parts)
     full = (not args.cache and set(settings["grids"]) >= set(shipped) and not reductions(settings, shipped))
@@ -1340,6 +1341,17 @@ def statistic_section(table: dict[tuple[str, str, float, str], StatisticRow], se
 
 
 UNKNOWN_COMMIT = "an unknown commit (not a git checkout)"
+
+
+def page_command(script: str, argv: list[str]) -> str:
+    """The command line a generated page quotes: ``python benchmarks/<script> ...``, an absolute path
+    argument made relative to the current folder (a page names no folder of the machine it ran on).
+
+        >>> page_command("x.py", ["--out", str(Path.cwd() / "runs" / "a.json")])
+        'python benchmarks/x.py --out runs/a.json'
+    """
+    shown = [os.path.relpath(a) if os.path.isabs(a) else a for a in argv]
+    return shlex.join(["python", f"benchmarks/{script}", *shown])
 
 
 def git_stamp(root: Path = ROOT) -> str:

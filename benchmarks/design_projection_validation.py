@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import shlex
 import sys
 import time
 from pathlib import Path
@@ -102,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
                f"20-95%, the promised and realised powers differ by {gap:.1%} on average.")
     print(summary)
     if args.write_page:
-        command = "python " + " ".join(shlex.quote(a) for a in [f"benchmarks/{Path(__file__).name}", *(argv or sys.argv[1:])])
+        command = bv.page_command(Path(__file__).name, argv or sys.argv[1:])
         none = sorted({r[0] for r in rows} - {r[0] for r in at80})
         page = [
             "# The design projection: the power it promises against the power realised", "",

@@ -79,3 +79,12 @@ def test_every_import_contract_is_described():
     text = ARCHITECTURE.read_text(encoding="utf-8")
     others = [c["id"] for c in config["contracts"] if c["type"] != "layers"]
     assert others and all(f"`{cid}`" in text for cid in others), others
+
+
+def test_no_page_names_a_folder_of_the_machine_it_was_written_on():
+    """The README, the guides and the generated pages quote commands a reader runs from the clone:
+    a path such as /work/... or /home/<user>/... is a developer's machine, not the reader's."""
+    machine = re.compile(r"(?:^|[^\w.~/-])/(?:work|root|home|Users|tmp|mnt|opt|srv|var/folders)/")
+    found = [f"{path.relative_to(REPO)}:{n}" for path in [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if machine.search(line)]
+    assert not found, found
