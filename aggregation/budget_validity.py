@@ -68,7 +68,44 @@ def _read(path: str) -> Mapping[str, Any]:
         if path != str(TABLE_PATH):
             raise AggregationError(f"{TABLE_ENV}={path}: no such file; unset it to use the shipped table")
         return {}
-    return json.loads(file.read_text(encoding="utf-8")).get("resolved", {})
+    fix = "give a file written by benchmarks/budget_validation.py --write-validity, or unset it"
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise AggregationError(f"{TABLE_ENV}={path}: cannot be read as JSON ({err}); {fix}") from None
+    where = _shape_error(data)
+    if where:
+        raise AggregationError(f"{TABLE_ENV}={path}: {where}; {fix}")
+    return data["resolved"]
+
+
+def _shape_error(data: Any) -> str:
+    """Where ``data`` departs from ``{"resolved": {estimator: {design: {budget: {statistic: {"resolved":
+    bool}}}}}}`` ("" where it does not)."""
+    if not isinstance(data, dict) or not isinstance(data.get("resolved"), dict):
+        return "expected a JSON object with a \"resolved\" object"
+    for estimator, designs in data["resolved"].items():
+        if not isinstance(designs, dict):
+            return f"resolved.{estimator} is not an object of designs"
+        for design, budgets in designs.items():
+            if not isinstance(budgets, dict):
+                return f"resolved.{estimator}.{design} is not an object of budgets"
+            for budget, statistics in budgets.items():
+                try:
+                    float(budget)
+                except ValueError:
+                    return f"resolved.{estimator}.{design}: budget {budget!r} is not a number"
+                if not isinstance(statistics, dict):
+                    return f"resolved.{estimator}.{design}.{budget} is not an object of statistics"
+                for name, entry in statistics.items():
+                    if not isinstance(entry, dict) or not isinstance(entry.get("resolved"), bool):
+                        return f"resolved.{estimator}.{design}.{budget}.{name}.resolved is not true or false"
+    return ""
+
+
+def check_table() -> None:
+    """Read ``$INSTRUCTEVAL_BUDGET_VALIDITY`` now (a command checks it before any work): one clear error."""
+    _shipped()
 
 
 def validated_budgets(estimator: str, design: str, table: Mapping[str, Any] | None = None) -> list[float]:

@@ -113,9 +113,11 @@ def run(args: argparse.Namespace) -> int:
         estimate_draws=args.estimate_draws,
         estimate_method_effect=args.estimate_method_effect,
     )
+    from .budget_validity import check_table
     from .leaderboard_loading import parse_aliases
     from .leaderboard_report import add_leaderboard
 
+    check_table()  # $INSTRUCTEVAL_BUDGET_VALIDITY: a bad file is one line (exit 2) before any work
     try:
         aliases = parse_aliases(getattr(args, "model_alias", []))
     except ValueError as err:

@@ -134,6 +134,7 @@ class Verdict:
     chance: Chance | None = None  # the stock score against always giving the most frequent gold answer (``chance``)
     class_p: float = math.nan  # the per-gold-answer test's p: do the instructions move answers between labels?
     projection: Projection | None = None  # a full grid's not resolved word: the design that would resolve it
+    untested: str = "no per-item scores"  # why there is no test (where ``p_value`` is NaN and nothing abstained)
 
     @property
     def word(self) -> str:
@@ -187,7 +188,7 @@ class Verdict:
         stock = f"no {self.stock_label} score" if math.isnan(self.stock) else f"{self.stock_label} {100 * self.stock:.1f}"
         if not math.isnan(self.stock) and not math.isnan(self.stock_se):
             stock += f" ± {self.stock_se:.1f}"
-        p = f" ({self.abstained or 'no per-item scores'})" if math.isnan(self.p_value) else f" (p = {self.p_value:.3f})"
+        p = f" ({self.abstained or self.untested})" if math.isnan(self.p_value) else f" (p = {self.p_value:.3f})"
         parts = [f"{self.model} {self.task} {self.where}: {stock}"]
         if self.chance is not None and self.chance.below:
             # the answer first: the score is not evidence of what the model knows; the instructions' effect follows
@@ -358,6 +359,10 @@ def harness_verdicts(effects, *, level: float, n_boot: int, seed: str) -> tuple[
             best = replace(best, score=math.nan, why=why) if best is not None else None
             worst = replace(worst, score=math.nan, why=why) if worst is not None else None
         abstained = r.get("not_resolved") or ""
+        untested = "no per-item scores"
+        if Y is not None and len(ids) < 2:
+            untested = (f"one instruction ({ids[0]}): nothing to compare; add instructions (--methods null,generic,...)"
+                        if ids else untested)
         verdicts.append(Verdict(
             model=key[0], task=key[1], where=f"[{key[2]}, {key[3]}-shot]", stock=r["stock"], stock_se=se,
             n_items=int(r["n_items"]) if r["n_items"] is not None and not _isnan(r["n_items"]) else None,
@@ -365,7 +370,7 @@ def harness_verdicts(effects, *, level: float, n_boot: int, seed: str) -> tuple[
             p_value=r["permutation_p"], detectable_sd=r["detectable_sd"], best=best, worst=worst, abstained=abstained,
             placement=key[2], num_fewshot=key[3], setting="zero_shot" if key[3] == 0 else "few_shot",
             chance=effects.chance.get(key), class_p=r.get("class_shift_p", math.nan),
-            projection=_projection(Y, ids, r, effects.seconds_per_cell.get(key, math.nan))))
+            projection=_projection(Y, ids, r, effects.seconds_per_cell.get(key, math.nan)), untested=untested))
     pairs = []
     for p in effects.pairs.to_dict("records"):
         where = (p["task"], p["placement"], int(p["num_fewshot"]))
@@ -470,9 +475,13 @@ def nine_task_verdicts(aggregates, *, n_perm: int = 999, n_power: int | None = N
         rows = (matrix.metric_rows.get(card.setting, {}) if matrix is not None else {})
         keys = [k for k in card.instructions if k in rows]
         if matrix is None or len(keys) != len(card.instructions) or len(keys) < 2:
-            out.append(Verdict(**base, stock=_null_score(aggregates, card), stock_se=math.nan, n_items=card.n_items,
+            se, untested = math.nan, "no per-item scores"
+            if matrix is not None and len(keys) == len(card.instructions) == 1:
+                se = stock_se(matrix.values[rows[keys[0]]].mean(axis=0)) if keys[0][0] == "null" else math.nan
+                untested = f"one instruction ({keys[0][1]}): nothing to compare; add instructions (--methods null,generic,...)"
+            out.append(Verdict(**base, stock=_null_score(aggregates, card), stock_se=se, n_items=card.n_items,
                                p_value=math.nan, detectable_sd=math.nan, chance=_nine_chance(aggregates, card, None),
-                               **_picks_without_items(aggregates, card)))
+                               untested=untested, **_picks_without_items(aggregates, card)))
             continue
         Y = np.vstack([matrix.values[rows[k]].mean(axis=0) for k in keys])
         null = next((i for i, k in enumerate(keys) if k[0] == "null"), None)

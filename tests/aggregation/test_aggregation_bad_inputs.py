@@ -234,3 +234,27 @@ def test_the_truncation_warning_says_what_the_instruction_lost(tmp_path, record,
     for text in expected:
         assert text in warning.message, warning.message
     assert absent not in warning.message
+
+
+@pytest.mark.parametrize("content, says", [
+    ("{not json", "cannot be read as JSON"),
+    ("[1, 2]", 'expected a JSON object with a "resolved" object'),
+    ('{"resolved": {"item-response": {"uniform": {"0.1": {"max": {"resolved": "yes"}}}}}}',
+     "resolved.item-response.uniform.0.1.max.resolved is not true or false"),
+    ('{"resolved": {"item-response": {"uniform": {"ten": {}}}}}', "budget 'ten' is not a number"),
+    ('{"resolved": {"item-response": ["uniform"]}}', "resolved.item-response is not an object of designs"),
+])
+def test_a_bad_budget_validity_table_is_one_line_exit_2_before_any_work(tmp_path, capsys, monkeypatch, content, says):
+    from instructeval_aggregation import budget_validity
+
+    run_dir(tmp_path / "runs", "SmolLM2-135M")
+    table = tmp_path / "validity.json"
+    table.write_text(content)
+    monkeypatch.setenv(budget_validity.TABLE_ENV, str(table))
+    budget_validity._read.cache_clear()
+    capsys.readouterr()
+    assert cli_main(["aggregate", str(tmp_path / "runs"), "--out", str(tmp_path / "out"), "--no-plots"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"instructeval: error: INSTRUCTEVAL_BUDGET_VALIDITY={table}: ")
+    assert says in err[0] and "--write-validity, or unset it" in err[0]
+    assert not (tmp_path / "out").exists()

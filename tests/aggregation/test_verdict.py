@@ -345,3 +345,28 @@ def test_the_projection_costs_the_design_at_the_runs_measured_rate(tmp_path):
     p = v.projection
     assert p.seconds == pytest.approx(p.instructions * p.rows * 0.01)
     assert f"rows (about {p.seconds / 60:.0f} minutes at this run's measured rate)" in v.line()
+
+
+def test_a_grid_of_the_stock_instruction_alone_says_so_and_keeps_its_se(tmp_path):
+    rng = np.random.default_rng(9)
+    grid = (rng.random((1, 80)) < 0.7).astype(float)
+    _write_grid(tmp_path, "m", "boolq", grid, labels=["yes", "no"] * 40)
+    _, (v,), _ = _verdict(tmp_path)
+    assert v.stock_se == pytest.approx(stock_se(grid[0]))
+    assert "not resolved (one instruction (null): nothing to compare; add instructions" in v.line()
+    assert "no per-item scores" not in v.line()
+
+
+def test_a_nine_task_folder_with_the_null_variant_alone_says_so_and_keeps_its_se(tmp_path):
+    from instructeval_aggregation.testing import SyntheticVariant, write_run
+    from instructeval_aggregation.loading import load_runs
+    from instructeval_aggregation.pipeline import aggregate
+
+    y = (np.random.default_rng(10).random(60) < 0.6).astype(int).tolist()
+    write_run(tmp_path / "runs", "m", [SyntheticVariant("agnews", "null", "null", "zero_shot", correct=y,
+                                                         targets=[str(j % 4) for j in range(60)])])
+    from instructeval_aggregation.verdict import verdicts_of
+
+    (v,) = verdicts_of(aggregate(load_runs([tmp_path / "runs"]), n_boot=20)).nine
+    assert v.stock_se == pytest.approx(stock_se(np.array(y, dtype=float)))
+    assert "(one instruction (null): nothing to compare" in v.line()
