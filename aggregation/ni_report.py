@@ -90,6 +90,7 @@ class NIVariant:
     gold: dict[str, frozenset] = field(default_factory=dict)  # instance id -> its acceptable outputs, normalised
     said: dict[str, str] = field(default_factory=dict)  # instance id -> the model's answer, normalised
     budgeted: bool = False  # a budgeted sweep's variant (``--budget``): it scored its dealt share of the instances
+    missing: str = ""  # why it has no per-instance values (no samples file found)
 
 
 def is_ni_metadata(meta: Any) -> bool:
@@ -113,10 +114,15 @@ def _instance_values(path: str) -> tuple[dict[str, dict[str, float]], dict[str, 
     out: dict[str, dict[str, float]] = {m: {} for m in METRICS}
     gold: dict[str, frozenset] = {}
     said: dict[str, str] = {}
-    for raw in Path(path).read_bytes().split(b"\n"):
+    for lineno, raw in enumerate(Path(path).read_bytes().split(b"\n"), 1):
         if not raw.strip():
             continue
-        record = parse_json_bytes(raw)
+        try:
+            record = parse_json_bytes(raw)
+        except BadJson as err:
+            raise ValueError(f"line {lineno}: {str(err).replace(' at line 1 column ', ' at column ')}") from None
+        if not isinstance(record, Mapping):
+            raise ValueError(f"line {lineno}: not a JSON object")
         doc = record.get("doc") if isinstance(record.get("doc"), Mapping) else {}
         key = str(doc.get("id", record.get("doc_id")))
         for metric in METRICS:
@@ -159,11 +165,11 @@ def _variant(name: str, meta: Mapping[str, Any], result: Mapping[str, Any], path
         if found:
             try:
                 variant.values, variant.gold, variant.said = _instance_values(found)
-            except (OSError, BadJson) as err:
-                issues.warn("bad-samples", f"samples file {found} unreadable ({err}): no schema-part effects for it",
-                            str(path), name)
+            except (OSError, BadJson, ValueError) as err:  # dropped input: the command exits 3
+                issues.error("bad-samples", f"samples file {found}: {err}; its per-instance scores are left out of the "
+                             "verdict, the effects and the card; rerun that variant to write it again", str(path), name)
         else:
-            issues.warn("no-samples", note or "no samples file: no schema-part effects for this variant", str(path), name)
+            variant.missing = note or "no samples file"
     return variant
 
 
@@ -183,7 +189,24 @@ def load_ni_results(paths: Iterable[str], issues: IssueLog, *, samples: bool = T
                 variant = _variant(name, meta, data["results"][name], path, data, issues, samples)
                 if variant is not None:
                     out.append(variant)
+    _report_missing(out, issues)
     return out
+
+
+def _report_missing(variants: list[NIVariant], issues: IssueLog) -> None:
+    """No variant with samples: one warning (a sweep run without them). Some without, beside others that
+    have theirs: each is dropped input (an error: the command exits 3), its file deleted or moved."""
+    missing = [v for v in variants if v.missing]
+    if not missing:
+        return
+    if len(missing) == len(variants):
+        issues.warn("no-samples", f"none of the {len(variants)} Natural Instructions variants has a per-sample log (run "
+                    "with --log_samples): no verdicts, schema-part effects or cards, only the scores")
+        return
+    for v in missing:
+        issues.error("no-samples", f"{v.missing} for this Natural Instructions variant, while others have theirs (deleted "
+                     "or moved?): its per-instance scores are left out of the verdict, the effects and the card; rerun "
+                     "it to write them again", v.file, f"{v.task} {v.instruction}")
 
 
 # The report's order: the tasks as the data's tasks.txt lists them; no instruction, the bank's, then the

@@ -37,6 +37,7 @@ Example (a grid in which the header moves every instance):
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Sequence
 
 import numpy as np
@@ -152,6 +153,11 @@ def ni_verdicts_and_cards(variants: Sequence, *, n_boot: int, level: float, seed
         card = None if np.isnan(Y).any() else ni_card(model, task, labels, Y, n_boot=n_boot, level=level, seed=seed)
         verdict = ni_verdict(model, task, labels, Y, level=level, seed=seed, n_perm=n_perm, n_power=n_power, card=card,
                              chance=standard_chance(members))
+        std = next((v for v in members if v.instruction == STANDARD), None)
+        if STANDARD not in labels and std is not None and METRIC in std.means:
+            # its score is in the results, its per-instance values were dropped (reported): the same number
+            # as the score tables, without the SE those values would give
+            verdict = replace(verdict, stock=std.means[METRIC])
         verdicts.append(verdict)
         if card is not None:
             card.verdict = verdict.as_dict()

@@ -231,3 +231,40 @@ def test_an_effect_whose_replicates_do_not_vary_claims_no_detectable_size():
     frame = effects_frame([flat, spread], 0.95)
     assert (frame.loc[0, "ci_low"], frame.loc[0, "ci_high"]) == (0.0, 0.0) and math.isnan(frame.loc[0, "detectable"])
     assert frame.loc[1, "detectable"] == pytest.approx(2.801585 * np.std(spread.replicates, ddof=1), rel=1e-5)
+
+
+def _copy_of(swept, tmp_path) -> Path:
+    import shutil
+
+    shutil.copytree(swept[0], tmp_path / "runs")
+    return tmp_path / "runs"
+
+
+def _is_standard_snli(path: Path) -> bool:
+    """The samples file of task190's standard encoding (``definition_pos2``, no negatives, no explanations)."""
+    name = path.name
+    return "task190" in name and "definition_pos2" in name and "neg2" not in name and "explanations" not in name
+
+
+def test_a_deleted_ni_samples_file_is_dropped_input_exit_3_and_the_lines_agree(swept, tmp_path, capsys):
+    runs = _copy_of(swept, tmp_path)
+    (target,) = [p for p in runs.rglob("samples_*.jsonl") if _is_standard_snli(p)]
+    target.unlink()
+    capsys.readouterr()
+    assert aggregate_main([str(runs), "--out", str(tmp_path / "agg"), "--bootstrap", "20", "--no-plots"]) == 3
+    captured = capsys.readouterr()
+    (line,) = [x for x in captured.err.splitlines() if "[no-samples]" in x]
+    assert line.startswith("error [no-samples]") and "deleted or moved?" in line
+    snli_verdict = next(x for x in captured.out.splitlines() if "task190" in x and "[ROUGE-L" in x)
+    assert "no definition_pos2 score" not in snli_verdict  # the score tables' number, not a contradiction
+
+
+def test_a_truncated_ni_samples_file_names_its_line_and_exits_3(swept, tmp_path, capsys):
+    runs = _copy_of(swept, tmp_path)
+    target = sorted(p for p in runs.rglob("samples_*.jsonl") if "task190" in p.name)[0]
+    lines = target.read_text().splitlines()
+    target.write_text("\n".join(lines[:2] + [lines[2][: len(lines[2]) // 2]]) + "\n")
+    capsys.readouterr()
+    assert aggregate_main([str(runs), "--out", str(tmp_path / "agg"), "--bootstrap", "20", "--no-plots"]) == 3
+    (line,) = [x for x in capsys.readouterr().err.splitlines() if "[bad-samples]" in x]
+    assert line.startswith("error [bad-samples]") and f"{target.name}: line 3:" in line
