@@ -136,6 +136,7 @@ def run(args: argparse.Namespace) -> int:
         harness_log = IssueLog()  # the results files are read once for both (--harness-tasks variants)
         harness_results = load_harness_results(args.paths, harness_log, samples=not args.no_samples,
                                                metric=getattr(args, "harness_metric", None))
+        _check_harness_metric(getattr(args, "harness_metric", None), harness_results)
         from .ni_report import build_ni_report, load_ni_results
 
         ni_variants = load_ni_results(args.paths, harness_log, samples=not args.no_samples)  # ni_report
@@ -204,6 +205,21 @@ def run(args: argparse.Namespace) -> int:
         f"({len(errors)} error(s), {len(warnings)} warning(s))"
     )
     return EXIT_INPUT_DROPPED if errors else EXIT_OK
+
+
+def _check_harness_metric(metric: str | None, results) -> None:
+    """``--harness-metric NAME`` that no harness variant reports would do nothing: an error naming those reported."""
+    if metric is None:
+        return
+    from .issues import AggregationError
+
+    reported = sorted({r.metric.split(",")[0] for r in results})
+    if not results:
+        raise AggregationError(f"--harness-metric {metric}: the inputs hold no harness-task results (--harness-tasks "
+                               "variants); drop it")
+    if metric not in reported:
+        raise AggregationError(f"--harness-metric {metric}: no harness variant reports it; they report "
+                               f"{', '.join(reported)} (the first metric of each where the named one is missing)")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -93,6 +93,9 @@ class AggregateOptions:
             raise AggregationError("--decimals must be between 0 and 12")
         if self.estimate_draws < 0 or 0 < self.estimate_draws < 10:
             raise AggregationError("--estimate-draws must be 0 (off) or at least 10")
+        from .registry import Registry
+
+        Registry.load(self.model_registries)  # a bad --model-registry is an error whatever the inputs hold
 
 
 @dataclass

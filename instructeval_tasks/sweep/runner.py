@@ -297,9 +297,13 @@ class Sweep:
                           data_dir=self.data_dir)
         ii_tasks = [t for t in self.task_names if get_spec(t).kind == "ii"]
         skipped_settings = [s for s in self.prof.settings if s != "zero_shot"]
-        if ii_tasks and skipped_settings:
+        if ii_tasks and skipped_settings and plan:
             self.echo(f"sweep: {len(ii_tasks)} Instruction Induction task(s) run zero-shot execution only; "
                       f"settings {', '.join(skipped_settings)} are not planned for them")
+        zero_shot_only = [t for t in self.task_names if get_spec(t).kind in ("ii", "ni")]
+        if self.task_names and not plan and zero_shot_only and "zero_shot" not in self.prof.settings:
+            raise UserError(f"--settings {','.join(self.prof.settings)} plans no variant: {zero_shot_only[0]} is zero-shot "
+                            "only (its header carries its examples); add zero_shot to --settings")
         self.announce_ni(plan, skipped_settings)
         self.model_meta = {k: self.args_dict[k] for k in MODEL_ARG_KEYS if k in self.args_dict}
         self.run_fp = run_fingerprint(self.o.model, self.args_dict, self.task_names, self.data_dir)  # also: every data file exists

@@ -58,3 +58,40 @@ def test_harness_metric_reads_the_named_score_and_warns_where_a_variant_lacks_it
     assert "no acc_norm" in warning.message and warning.variant == "hellaswag__generic-1"
     plain = load_harness_results([str(out)], IssueLog(), samples=False)
     assert {r.metric for r in plain} == {"acc,none"}
+
+
+def test_a_harness_metric_no_variant_reports_is_one_line_exit_2_naming_those_reported(tmp_path, capsys):
+    import json
+
+    from instructeval_tasks.cli import main as cli_main
+
+    out = tmp_path / "m"
+    out.mkdir()
+    results, configs = {}, {}
+    for iid in ("null", "generic-1"):
+        name = f"hellaswag__{iid}"
+        results[name] = {"acc,none": 0.4, "acc_norm,none": 0.5}
+        configs[name] = {"metric_list": [{"metric": "acc"}, {"metric": "acc_norm"}], "metadata": {
+            "model_label": "m", "harness": {"task": "hellaswag", "method": iid.split("-")[0], "instruction_id": iid}}}
+    (out / "results_harness__hellaswag.json").write_text(json.dumps({"results": results, "configs": configs}))
+    capsys.readouterr()
+    assert cli_main(["aggregate", str(tmp_path), "--out", str(tmp_path / "agg"), "--no-plots",
+                     "--harness-metric", "f1_macro"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["instructeval: error: --harness-metric f1_macro: no harness variant reports it; they report acc "
+                   "(the first metric of each where the named one is missing)"]
+    assert not (tmp_path / "agg").exists()
+
+
+def test_a_bad_model_registry_is_an_error_whatever_the_inputs_hold(tmp_path, capsys):
+    from instructeval_tasks.cli import main as cli_main
+
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "results_x.json").write_text('{"results": {}, "configs": {}}')
+    registry = tmp_path / "reg.yaml"
+    registry.write_text("models: [unclosed\n")
+    capsys.readouterr()
+    assert cli_main(["aggregate", str(tmp_path / "runs"), "--out", str(tmp_path / "agg"), "--model-registry",
+                     str(registry)]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("instructeval: error: ") and str(registry) in line

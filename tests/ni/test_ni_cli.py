@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from instructeval_tasks.ni.metrics import score
 from instructeval_tasks.ni.prompt import render_header
 from instructeval_tasks.ni.source import read_task_file
@@ -81,3 +83,20 @@ def test_instructeval_run_with_an_adaptive_budget_and_induce_refuse_them_in_one_
         assert proc.returncode == 2, proc.stderr[-2000:]
         assert proc.stderr.strip().splitlines() == [f"instructeval: error: {expected[command]}"]
         assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("extra, says", [
+    (["--tasks", "ni_task190_snli_classification", "--settings", "few_shot"],
+     "--settings few_shot plans no variant: ni_task190_snli_classification is zero-shot only (its header carries its "
+     "examples); add zero_shot to --settings"),
+    (["--tasks", "boolq", "--ni-prompt-format", "tk-instruct"],
+     "--ni-prompt-format tk-instruct applies to the Natural Instructions tasks (--tasks ni or ni_<task>), and none is in "
+     "--tasks; drop it"),
+])
+def test_instructeval_run_refuses_options_that_would_do_nothing(tmp_path, shared_data_dir, extra, says):
+    proc = subprocess.run([sys.executable, "-m", "instructeval_tasks.cli", "run", "--model", "hf", "--model_args",
+                           "pretrained=unused", "--methods", "null", "--data-dir", str(shared_data_dir),
+                           "--output", str(tmp_path / "out"), *extra], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert proc.stderr.strip().splitlines() == [f"instructeval: error: {says}"]
+    assert not (tmp_path / "out").exists()
