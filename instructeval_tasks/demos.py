@@ -14,6 +14,7 @@ from typing import Any, Sequence
 import datasets
 from lm_eval.api.samplers import ContextSampler
 
+from .options import OptionError
 from .sampling import order_demos, select_indices, truncate_fields
 from .specs import TaskSpec
 
@@ -84,10 +85,9 @@ class FixedDemoSampler(ContextSampler):
                 ids = select_indices(labels, len(self.pool), n, self.demo_seed,
                                      classes=self.spec.classes)
             except ValueError as err:
-                raise ValueError(
-                    f"{self.spec.task_name}: cannot draw {n} demonstrations from a train split of "
-                    f"{len(self.pool)} rows: {err}"
-                ) from None
+                pool = (f"{len(self.pool)} positive examples (those the header does not show)" if self.spec.kind == "ni"
+                        else f"a train split of {len(self.pool)} rows")
+                raise OptionError(f"{self.spec.task_name}: cannot draw {n} demonstrations from {pool}: {err}") from None
             if self.order_seed is not None:
                 ids = order_demos(
                     ids, demo_seed=self.demo_seed, order_seed=self.order_seed, mode=self.order_mode,

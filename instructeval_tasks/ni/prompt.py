@@ -74,6 +74,15 @@ def _example_sections(label: str, examples, count: int | None, explanations: boo
 def render_header(task_file: TaskFile, encoding: str) -> str:
     """The instruction text of ``task_file`` under ``encoding`` (see the module docstring)."""
     components, n_pos, n_neg, explanations = encoding_parts(encoding)
+    if encoding in NI_ENCODINGS:  # the benchmark's encodings name their examples: none in the file is no such header
+        for component, kind, asked in (("positive_examples", "Positive", n_pos), ("negative_examples", "Negative", n_neg)):
+            examples = getattr(task_file, component)
+            if component in components and asked and not examples:
+                raise OptionError(
+                    f"metadata instruction_encoding={encoding}: {task_file.path} has no {kind} Examples, so this header "
+                    f"would be {'the definition alone' if component == 'positive_examples' else 'definition_pos2'}; "
+                    f"choose that encoding instead"
+                )
     sections: list[str] = []
     for component in components:
         if component == "definition":

@@ -130,6 +130,9 @@ def _read(path: str, mtime_ns: int, size: int) -> TaskFile:
         if not isinstance(inst, dict) or not isinstance(inst.get("input"), str) or not _strings(inst.get("output")):
             raise NITaskFileError(
                 f"{path}: Instances[{n}] must be an object with a string input and output: a non-empty list of strings")
+        if any(not o.strip() for o in inst["output"]):
+            raise NITaskFileError(f"{path}: Instances[{n}].output holds an empty answer; every acceptable output must "
+                                  f"be non-empty text (an empty one would score any empty generation as right)")
         rows.append({"id": str(inst.get("id", n)), "input": inst["input"], "outputs": list(inst["output"])})
     categories = data.get("Categories", [])
     optional = tuple((c, data[k]) for c, k in OPTIONAL_TEXT.items()

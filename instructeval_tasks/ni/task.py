@@ -34,7 +34,7 @@ from ..options import OptionError, TaskOptions
 from ..task import CHAT_PLACEMENTS, InstructEvalTask, score_tokenizer
 from .metrics import score
 from .names import REPOSITORY, category_of, source_name
-from .prompt import render_header
+from .prompt import encoding_parts, render_header
 from .source import TaskFile, read_task_file
 from .tk_prompt import MAX_SOURCE_LENGTH, TokenCounter, tk_instruct_prompt
 
@@ -139,8 +139,18 @@ class NaturalInstructionsTask(InstructEvalTask):
         self.dataset = datasets.DatasetDict({self.config.test_split: datasets.Dataset.from_list(rows)})
 
     def demo_pool(self) -> datasets.Dataset | list:
-        examples = self.task_file.positive_examples
+        """The positive examples the header does not already show (demonstrations never repeat them)."""
+        examples = self.task_file.positive_examples[self.header_positives():]
         return datasets.Dataset.from_list([{"input": e["input"], "outputs": [e["output"]]} for e in examples]) if examples else []
+
+    def header_positives(self) -> int:
+        """How many of the file's positive examples the instruction's header shows (the first ones)."""
+        if self.instruction.method != HEADER_METHOD or self.instruction.encoding is None:
+            return 0
+        components, n_pos, _, _ = encoding_parts(self.instruction.encoding)
+        if "positive_examples" not in components:
+            return 0
+        return len(self.task_file.positive_examples) if n_pos is None else min(n_pos, len(self.task_file.positive_examples))
 
     def process_results(self, doc: dict, results: list) -> dict[str, float]:
         prediction = results[0]

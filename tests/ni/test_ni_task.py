@@ -223,3 +223,33 @@ def test_test_sample_draws_a_seeded_subset_of_the_instances(tmp_path, ni):
     ids = random.Random(4).sample(range(10), 3)
     assert lm.contexts == [f"Input: Claim {i}.\nOutput:" for i in ids]
     assert results["configs"][ni.TOY_TASK]["metadata"]["test_ids"] == ids
+
+
+def test_demonstrations_never_repeat_the_headers_positive_examples(shared_data_dir):
+    from instructeval_tasks.preview import build_task, render_prompt
+
+    tf = read_task_file("task190_snli_classification", str(shared_data_dir))
+    meta = {"data_dir": str(shared_data_dir)}
+    prompt = render_prompt(build_task("ni_task190_snli_classification", meta, num_fewshot=3))[0]
+    header_inputs = [e["input"].strip() for e in tf.positive_examples[:2]]
+    for text in header_inputs:
+        assert prompt.count(text) == 1  # in the header, not again as a demonstration
+    assert sum(e["input"].strip() in prompt for e in tf.positive_examples[2:]) == 3  # drawn from the other four
+    with pytest.raises(UserError, match=r"cannot draw 5 demonstrations from 4 positive examples \(those the header does not show\)"):
+        render_prompt(build_task("ni_task190_snli_classification", meta, num_fewshot=5))
+
+
+def test_an_encoding_whose_examples_the_file_lacks_is_refused_not_mislabelled(tmp_path, ni):
+    payload = ni.toy_task(3)
+    payload["Positive Examples"] = []
+    root = ni.write_task(tmp_path, payload)
+    with pytest.raises(UserError, match="has no Positive Examples, so this header would be the definition alone; choose that"):
+        evaluate(ni.ScriptedLM(lambda c: "x"), [ni.TOY_TASK], {"data_dir": str(root), "instruction_encoding": "definition_pos2"})
+
+
+def test_an_empty_gold_output_is_refused(tmp_path, ni):
+    payload = ni.toy_task(3)
+    payload["Instances"][1]["output"] = [""]
+    root = ni.write_task(tmp_path, payload)
+    with pytest.raises(UserError, match=r"Instances\[1\]\.output holds an empty answer"):
+        evaluate(ni.ScriptedLM(lambda c: "x"), [ni.TOY_TASK], {"data_dir": str(root)})
