@@ -50,6 +50,7 @@ from .json_input import BadJson, parse_json_bytes
 from .loading import expand_paths, find_samples, results_stamp
 
 NI_TASK_TYPE = "ni"
+MIN_PAIRED = 10  # paired instances below which an effect has no interval and is no headline
 METRICS = ("exact_match", "rougeL")
 NULL = "null"
 
@@ -297,6 +298,12 @@ def effects_frame(found: Sequence[Effect], level: float) -> pd.DataFrame:
     rows = []
     for e in found:
         low = high = detectable = math.nan
+        if e.n < MIN_PAIRED:  # a bootstrap of a handful of instances prints certainty it does not have
+            rows.append({"model": e.model, "scope": e.scope, "name": e.name, "category": e.category, "part": e.part,
+                         "contrast": e.contrast, "metric": e.metric, "diff": e.diff, "ci_low": low, "ci_high": high,
+                         "detectable": detectable, "n": e.n,
+                         "not_resolved": f"only {e.n} paired instances (an interval needs {MIN_PAIRED})"})
+            continue
         if e.replicates is not None and len(e.replicates):
             low, high = (float(q) for q in np.quantile(e.replicates, [(1 - level) / 2, (1 + level) / 2]))
         if e.replicates is not None and len(e.replicates) > 1:
@@ -306,9 +313,9 @@ def effects_frame(found: Sequence[Effect], level: float) -> pd.DataFrame:
             detectable = DETECTABLE_Z * sd if sd > 0 else math.nan
         rows.append({"model": e.model, "scope": e.scope, "name": e.name, "category": e.category, "part": e.part,
                      "contrast": e.contrast, "metric": e.metric, "diff": e.diff, "ci_low": low, "ci_high": high,
-                     "detectable": detectable, "n": e.n})
+                     "detectable": detectable, "n": e.n, "not_resolved": ""})
     return pd.DataFrame(rows, columns=["model", "scope", "name", "category", "part", "contrast", "metric", "diff",
-                                       "ci_low", "ci_high", "detectable", "n"])
+                                       "ci_low", "ci_high", "detectable", "n", "not_resolved"])
 
 
 @dataclass
@@ -349,13 +356,15 @@ def report_markdown(report: NIReport, decimals: int = 3) -> str:
     """``tables/natural_instructions.md``: the per-task and per-category scores, then the effects."""
     interval = (f"paired bootstrap {report.level:.0%} interval over the instances ({report.n_boot} replicates)"
                 if report.n_boot else "no interval (--bootstrap 0)")
-    effects_of = {scope: report.effects[report.effects["scope"] == scope].drop(columns="scope")
-                  for scope in ("task", "category")}
+    shown = _points(report.effects, ("diff", "ci_low", "ci_high", "detectable"))
+    effects_of = {scope: shown[shown["scope"] == scope].drop(columns="scope") for scope in ("task", "category")}
+    decimals = max(0, decimals - 2)  # points: two places fewer than the fractions' for the same precision
     return "\n".join([
         "# Natural Instructions", "",
-        "Exact match and ROUGE-L as Super-NaturalInstructions scores them, as fractions (the benchmark prints "
-        "them times 100).", "", "## Per task", "", *_markdown(report.scores, decimals), "",
-        "## Per category (mean over the category's tasks)", "", *_markdown(report.categories, decimals), "",
+        "Exact match and ROUGE-L as Super-NaturalInstructions scores them, in points (the benchmark's scale; "
+        "`data/ni_*.csv` keep the fractions the results files hold).", "", "## Per task", "",
+        *_markdown(_points(report.scores, METRICS), decimals), "",
+        "## Per category (mean over the category's tasks)", "", *_markdown(_points(report.categories, METRICS), decimals), "",
         f"## Schema-part effects per task (A - B, {interval})", "",
         f"`detectable`: the effect the paired comparison finds with {POWER:.0%} power at the {ALPHA:.0%} level, "
         f"{DETECTABLE_Z:.2f} x the replicates' SD; an interval covering 0 rules out only effects above it.", "",
@@ -383,14 +392,19 @@ def summary_lines(report: NIReport) -> list[str]:
     standard = report.categories[report.categories["instruction"] == "definition_pos2"]
     effects_ = report.effects[(report.effects["scope"] == "category") & (report.effects["metric"] == "rougeL")]
     for row in standard.itertuples(index=False):
-        line = f"ni {row.model} | {row.category}: ROUGE-L {row.rougeL:.3f} (definition_pos2)"
+        line = f"ni {row.model} | {row.category}: ROUGE-L {100 * row.rougeL:.1f} points (definition_pos2)"
         mine = effects_[(effects_["model"] == row.model) & (effects_["name"] == row.category)]
-        if not mine.empty and not mine["diff"].abs().gt(0).any():
+        resolved = mine[mine["n"] >= MIN_PAIRED]
+        if not mine.empty and resolved.empty:
+            line += (f"; no schema-part effect resolved (at most {int(mine['n'].max())} paired instances; an effect "
+                     f"needs {MIN_PAIRED})")
+        elif not resolved.empty and not resolved["diff"].abs().gt(0).any():
             line += "; no schema part changes it on these instances (every effect 0)"
-        elif not mine.empty:
-            top = mine.loc[mine["diff"].abs().idxmax()]
-            ci = "" if math.isnan(top["ci_low"]) else f" [{top['ci_low']:+.3f}, {top['ci_high']:+.3f}]"
-            line += f"; largest schema-part effect: {top['part']} {top['diff']:+.3f}{ci}"
+        elif not resolved.empty:
+            top = resolved.loc[resolved["diff"].abs().idxmax()]
+            ci = "" if math.isnan(top["ci_low"]) else f" [{100 * top['ci_low']:+.1f}, {100 * top['ci_high']:+.1f}]"
+            line += (f"; largest schema-part effect: {top['part']} {100 * top['diff']:+.1f}{ci} points "
+                     f"(n = {int(top['n'])} paired instances)")
         lines.append(line)
     return lines
 

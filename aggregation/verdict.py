@@ -165,8 +165,8 @@ class Verdict:
         """The per-gold-answer test's clause, where it rejects: the instructions move answers between labels."""
         if math.isnan(self.class_p) or self.class_p > ALPHA:
             return ""
-        return (f"answers shift between gold labels (p = {self.class_p:.3f}: some instruction moves answers toward one "
-                "label; data/harness_classes.csv has each label's accuracy)")
+        where = "; data/harness_classes.csv has each label's accuracy" if self.placement is not None else ""
+        return f"answers shift between gold labels (p = {self.class_p:.3f}: some instruction moves answers toward one label{where})"
 
     def _power(self) -> str:
         """Why a verdict without an effect is robust or not resolved."""
@@ -188,6 +188,8 @@ class Verdict:
         stock = f"no {self.stock_label} score" if math.isnan(self.stock) else f"{self.stock_label} {100 * self.stock:.1f}"
         if not math.isnan(self.stock) and not math.isnan(self.stock_se):
             stock += f" ± {self.stock_se:.1f}"
+        elif not math.isnan(self.stock) and self.n_items is not None and self.n_items < MIN_ROWS:
+            stock += f" (on {self.n_items} rows: too few for an SE, at least {MIN_ROWS})"
         p = f" ({self.abstained or self.untested})" if math.isnan(self.p_value) else f" (p = {self.p_value:.3f})"
         parts = [f"{self.model} {self.task} {self.where}: {stock}"]
         if self.chance is not None and self.chance.below:
@@ -301,22 +303,29 @@ def _num(x: float | None) -> float | None:
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
 
 
-def stock_se(y: np.ndarray) -> float:
-    """The standard error (points) of a mean of per-item scores: ``100 sd(y, ddof=1) / sqrt(n)``.
+MIN_ROWS = 10  # below this many items an SD over items (and a normal interval) is no measure of the noise
 
-        >>> round(stock_se(np.array([1., 0, 1, 0])), 1)
-        28.9
+
+def stock_se(y: np.ndarray) -> float:
+    """The standard error (points) of a mean of per-item scores: ``100 sd(y, ddof=1) / sqrt(n)``; NaN on
+    fewer than ``MIN_ROWS`` items (five items that all score 100 do not make a score certain).
+
+        >>> round(stock_se(np.array([1., 0, 1, 0] * 3)), 1)
+        15.1
+        >>> stock_se(np.ones(5))
+        nan
     """
     y = np.asarray(y, dtype=float)
     y = y[np.isfinite(y)]
-    return 100.0 * float(np.std(y, ddof=1)) / math.sqrt(len(y)) if len(y) >= 2 else math.nan
+    return 100.0 * float(np.std(y, ddof=1)) / math.sqrt(len(y)) if len(y) >= MIN_ROWS else math.nan
 
 
 def item_interval(y: np.ndarray, level: float) -> tuple[float, float]:
-    """``mean +- z sd / sqrt(n)`` of per-item scores over items, clipped to [0, 1]."""
+    """``mean +- z sd / sqrt(n)`` of per-item scores over items, clipped to [0, 1]; none on fewer than
+    ``MIN_ROWS`` items."""
     y = np.asarray(y, dtype=float)
     y = y[np.isfinite(y)]
-    if len(y) < 2:
+    if len(y) < MIN_ROWS:
         return math.nan, math.nan
     z = NormalDist().inv_cdf(1 - (1 - level) / 2)
     half = z * float(np.std(y, ddof=1)) / math.sqrt(len(y))

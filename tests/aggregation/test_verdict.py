@@ -5,6 +5,7 @@ the flips item noise alone causes."""
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -84,7 +85,9 @@ def test_item_resampling_flips_apart_models_rarely_and_tied_models_often():
     a, b = (rng.random(300) < 0.5).astype(float), (rng.random(300) < 0.5).astype(float)
     assert item_flip_probability(strong, weak, n_boot=500, rng=np.random.default_rng(1)) < 0.01
     assert 0.2 < item_flip_probability(a, b, n_boot=500, rng=np.random.default_rng(1)) <= 0.5
-    assert stock_se(np.array([1.0, 0.0, 1.0, 0.0])) == pytest.approx(100 * np.std([1, 0, 1, 0], ddof=1) / 2)
+    y = np.array([1.0, 0.0] * 6)
+    assert stock_se(y) == pytest.approx(100 * np.std(y, ddof=1) / np.sqrt(12))
+    assert math.isnan(stock_se(np.ones(9)))  # too few rows for an SE: not a certain score
 
 
 def test_pairs_carry_both_flip_probabilities(tmp_path):
