@@ -121,6 +121,8 @@ def _samples(out: Path, encoding: str) -> dict[str, float]:
 
 
 def test_aggregate_reports_per_task_per_category_and_schema_part_effects(swept, tmp_path, capsys):
+    from instructeval_aggregation.ni_report import MIN_PAIRED
+
     out = swept[0]
     assert aggregate_main([str(out), "--out", str(tmp_path / "agg"), "--bootstrap", "200", "--seed", "s"]) == 0
     printed = capsys.readouterr().out
@@ -155,15 +157,27 @@ def test_aggregate_reports_per_task_per_category_and_schema_part_effects(swept, 
                      & (effects["contrast"] == "definition_pos2 - definition")].iloc[0]
     assert effect["part"] == "2 positive examples" and effect["n"] == 3
     assert effect["diff"] == pytest.approx(sum(d) / 3)
-    assert (effect["ci_low"], effect["ci_high"]) == pytest.approx(tuple(np.quantile(reps, [0.025, 0.975])))
-    # power: the effect found with 80% power at the 5% level, from the replicates' SD
-    assert effect["detectable"] == pytest.approx((1.959964 + 0.841621) * np.std(reps, ddof=1), rel=1e-5)
+    # 3 paired instances: too few for an interval (MIN_PAIRED), said in the row instead of a certain-looking one
+    assert np.isnan(effect["ci_low"]) and np.isnan(effect["detectable"])
+    assert effect["not_resolved"] == f"only 3 paired instances (an interval needs {MIN_PAIRED})"
+    # the replicates themselves are the documented draw (an interval where the instances suffice)
+    from instructeval_aggregation.issues import IssueLog
+    from instructeval_aggregation.ni_report import effects as ni_effects, effects_frame, load_ni_results
+
+    found = [e for e in ni_effects(load_ni_results([str(out)], IssueLog()), seed="s", n_boot=200)
+             if e.scope == "task" and e.name == SNLI and e.metric == "rougeL" and e.part == "2 positive examples"]
+    assert np.allclose(found[0].replicates, reps)
+    found[0].n = MIN_PAIRED  # as if the instances sufficed: the interval and power of those replicates
+    shown = effects_frame(found, 0.95).iloc[0]
+    assert (shown["ci_low"], shown["ci_high"]) == pytest.approx(tuple(np.quantile(reps, [0.025, 0.975])))
+    assert shown["detectable"] == pytest.approx((1.959964 + 0.841621) * np.std(reps, ddof=1), rel=1e-5)
     # task828 has no negative examples: no effect of them, its encodings were not planned
     assert effects[(effects["name"] == COPA) & (effects["part"] == "2 negative examples")].empty
     category = effects[(effects["scope"] == "category") & (effects["name"] == "Textual Entailment")
                        & (effects["metric"] == "rougeL") & (effects["part"] == "2 positive examples")].iloc[0]
     assert category["diff"] == pytest.approx(effect["diff"])
-    assert f"ni {model} | Textual Entailment: ROUGE-L {entail.iloc[0]['rougeL']:.3f} (definition_pos2)" in printed
+    assert (f"ni {model} | Textual Entailment: ROUGE-L {100 * entail.iloc[0]['rougeL']:.1f} points (definition_pos2); "
+            f"no schema-part effect resolved (at most 3 paired instances; an effect needs {MIN_PAIRED})") in printed
     assert "tables/natural_instructions.md" in printed
     assert "## Per category" in (tmp_path / "agg" / "tables" / "natural_instructions.md").read_text()
 
