@@ -19,7 +19,9 @@ stock score's own item noise would be detected with 80% power at 5%, and was not
   ``d(m', n')`` solves it for 80%: ``n' d^2 / sigma_res^2 = F_.95 / F_.20 - 1`` (a fixed-effects,
   noncentral F promises more power than a few drawn instructions deliver, and was not kept).
 
-The design **resolves** the verdict where ``d(m', n') <= SE(n')``. Both shrink as ``1 / sqrt(n')``, so the
+The design **resolves** the verdict where ``d(m', n') <= SE(n')``. The run's own detectable SD, from
+the verdict's power simulation, anchors the projection: ``d`` is scaled so that ``d(m, n)`` at the run's
+design equals it. Both shrink as ``1 / sqrt(n')``, so the
 number of instructions does most of the work (rows matter through the residual degrees of freedom):
 the projection searches the instructions first (at the run's rows, at least as many as it has), then
 the rows. The projection is validated on real grids by ``benchmarks/design_projection_validation.py``
@@ -112,17 +114,23 @@ def power(m: int, n: int, residual: float, tau: float) -> float:
     return float(f_dist.sf(f_dist.ppf(1 - ALPHA, df1, df2) / (1 + n * tau**2 / residual), df1, df2))
 
 
-def project(Y: np.ndarray, stock: int | None, *, seconds_per_cell: float = math.nan) -> Projection:
-    """The smallest design (instructions first, then rows) that resolves the verdict of ``Y`` (module doc)."""
+def project(Y: np.ndarray, stock: int | None, *, seconds_per_cell: float = math.nan,
+            anchor: float = math.nan) -> Projection:
+    """The smallest design (instructions first, then rows) that resolves the verdict of ``Y`` (module doc).
+    ``anchor``: the detectable SD (points) the verdict's own power simulation found at the run's design;
+    where given, every projected ``d`` is scaled by ``anchor / d(m, n)`` so that the projection starts
+    from the run's own figure (the simulation draws answers from the item-response model, which the F
+    approximation only approximates)."""
     m, n = np.asarray(Y).shape
     c = components(Y, stock)
     if c.residual <= 0 or c.stock_sd <= 0:
         return Projection(m, n, 0.0, 100.0 * c.stock_sd / math.sqrt(n))
+    scale = anchor / detectable(m, n, c.residual) if math.isfinite(anchor) and anchor > 0 and m >= 2 else 1.0
     se = lambda rows: 100.0 * c.stock_sd / math.sqrt(rows)  # noqa: E731
     for rows in _grid(n, MAX_ROWS):
         # the run's own design is known not to resolve it (the verdict's simulation said so): look beyond it
         for k in _grid(max(m + 1 if rows == n else m, 3), MAX_INSTRUCTIONS):
-            d = detectable(k, rows, c.residual)
+            d = scale * detectable(k, rows, c.residual)
             if d <= se(rows):
                 return Projection(k, rows, d, se(rows), k * rows * seconds_per_cell)
     return Projection(0, 0, math.nan, math.nan)

@@ -408,7 +408,7 @@ def _projection(Y: np.ndarray | None, ids: Sequence[str] | None, row: dict, seco
     if (Y is None or ids is None or "null" not in ids or not np.isfinite(Y).all() or Y.shape[0] < 2 or Y.shape[1] < 3
             or _isnan(row.get("permutation_p", math.nan)) or row["permutation_p"] <= ALPHA):
         return None
-    return project(Y, list(ids).index("null"), seconds_per_cell=seconds_per_cell)
+    return project(Y, list(ids).index("null"), seconds_per_cell=seconds_per_cell, anchor=row.get("detectable_sd", math.nan))
 
 
 def _isnan(x: Any) -> bool:
@@ -515,8 +515,8 @@ def nine_task_verdicts(aggregates, *, n_perm: int = 999, n_power: int | None = N
                            stock_se=stock_se(Y[null]) if null is not None else math.nan, n_items=Y.shape[1],
                            p_value=test.p_value, detectable_sd=detect, best=pick(order[0]), worst=pick(order[-1]),
                            class_p=class_p, chance=_nine_chance(aggregates, card, Y[null] if null is not None else None),
-                           projection=(project(Y, null) if null is not None and binary and test.p_value > ALPHA
-                                       and Y.shape[1] >= 3 else None),
+                           projection=(project(Y, null, anchor=detect) if null is not None and binary
+                                       and test.p_value > ALPHA and Y.shape[1] >= 3 else None),
                            no_power="" if binary else "no power simulated (per-item scores are means over demo sets)",
                            best_method=Pick(best_method, float(per_method[best_method].mean()),
                                             *item_interval(per_method[best_method], opts.ci_level))))

@@ -46,3 +46,14 @@ def test_the_projection_looks_beyond_the_runs_design_and_costs_it():
     assert detectable(p.instructions - 1, p.rows, components(Y, 0).residual) > p.stock_se or p.instructions == 4
     assert p.seconds == pytest.approx(p.instructions * p.rows * 0.5)
     assert p.text().startswith(f"resolving needs about {p.instructions} instructions x {p.rows} rows (about ")
+
+
+def test_the_projection_starts_from_the_runs_own_detectable_sd():
+    rng = np.random.default_rng(3)
+    item = rng.normal(0, 1.0, 120)
+    Y = (rng.random((5, 120)) < 1 / (1 + np.exp(-item))).astype(float)
+    res = components(Y, 0).residual
+    plain, anchored = project(Y, 0), project(Y, 0, anchor=1.5 * detectable(5, 120, res))
+    assert anchored.instructions > plain.instructions  # a run that detects less than the F model needs more
+    scale = 1.5
+    assert anchored.detectable_sd == pytest.approx(scale * detectable(anchored.instructions, anchored.rows, res))
