@@ -232,9 +232,12 @@ def evaluate_chunk(
             variant_samples = results.pop("samples", None) or {}
             if log_samples:
                 samples.update(variant_samples)
+            seconds = time.monotonic() - started
+            # as lm_eval's CLI records it (its tracker, not simple_evaluate): the report's cost per cell reads it
+            results.setdefault("total_evaluation_time_seconds", str(seconds))
             parts.append(results)
             if on_variant is not None:
-                on_variant(variant, results, time.monotonic() - started)
+                on_variant(variant, results, seconds)
     return merge_results(parts), samples
 
 
@@ -302,8 +305,7 @@ def evaluate_pool(
         part["config"] = dict(results["config"])  # each chunk's own (the model settings are added to it)
         if isinstance(record, dict):
             part["config"][PATH_KEY] = {**record, "pooled_variants": len(variants)}
-        if "total_evaluation_time_seconds" in results:
-            part["total_evaluation_time_seconds"] = str(share * len(job.variants))
+        part["total_evaluation_time_seconds"] = str(share * len(job.variants))
         out.append((part, {k: v for k, v in pooled_samples.items() if k in names} if log_samples else {}))
         if on_variant is not None:
             for variant in job.variants:

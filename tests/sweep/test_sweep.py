@@ -96,6 +96,8 @@ def test_sweep_records_the_protocol_of_every_variant(finished_sweep):
     assert sweep_json["profile"]["name"] == "quick" and len(sweep_json["variants"]) == len(variants)
     configs = [json.loads(p.read_text())["config"] for p in report.result_files]
     assert {c["device"] for c in configs} == {default_device("hf")} != {None}
+    # each results file records its evaluation time, as lm_eval's CLI does (the verdict's cost per cell reads it)
+    assert all(float(json.loads(p.read_text())["total_evaluation_time_seconds"]) > 0 for p in report.result_files)
 
 
 def test_default_device_only_for_local_hf_backends():
