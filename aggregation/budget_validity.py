@@ -115,10 +115,13 @@ def validated_budgets(estimator: str, design: str, table: Mapping[str, Any] | No
 
 
 def resolution(statistic: str, estimator: str, design: str, fraction: float, n_items: int,
-               *, table: Mapping[str, Any] | None = None) -> Resolution:
+               *, table: Mapping[str, Any] | None = None, nominal: float | None = None) -> Resolution:
     """Whether ``statistic`` of a grid of ``n_items`` items, estimated by ``estimator`` from cells
-    dealt by ``design`` at ``--budget fraction``, is resolved (module doc)."""
+    dealt by ``design`` at a share ``fraction`` of its cells, is resolved (module doc); ``nominal``: the
+    ``--budget`` asked for, where the cells dealt exceed it (``--budget-min-items``)."""
     table = _shipped() if table is None else table
+    at = (f"--budget {nominal:g} ({fraction:.1%} of the cells dealt)" if nominal is not None
+          and not math.isnan(nominal) and fraction > nominal + 1e-9 else f"--budget {fraction:g}")
     by_budget = table.get(estimator, {}).get(design, {})
     budgets = sorted(by_budget, key=float)
     if not budgets:
@@ -134,9 +137,9 @@ def resolution(statistic: str, estimator: str, design: str, fraction: float, n_i
     above = [b for b in budgets if float(b) > fraction + 1e-9 and ok(b)]
     if above:
         need = float(above[0])
-        return Resolution(False, f"not resolved at --budget {fraction:g} (needs about {math.ceil(need * n_items)} cells "
+        return Resolution(False, f"not resolved at {at} (needs about {math.ceil(need * n_items)} cells "
                                  f"per instruction; run --budget-extend {need:g})")
-    return Resolution(False, f"not resolved at --budget {fraction:g}: no validated budget of the {design} design "
+    return Resolution(False, f"not resolved at {at}: no validated budget of the {design} design "
                              f"(up to {float(budgets[-1]):g}) resolves it; evaluate the full grid (no --budget)")
 
 

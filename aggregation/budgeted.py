@@ -419,7 +419,7 @@ def estimate_budgeted(
         if draws is not None:
             draws_of.setdefault((model, task, setting), []).append(GridDraws(
                 [(g[0].method, g[0].instruction) for g in row_variants], draws, fit.name, grid_design, cells.n_cols))
-        one = resolution("instruction", fit.name, grid_design[0], grid_design[1], cells.n_cols)
+        one = resolution("instruction", fit.name, grid_design[0], grid_design[1], cells.n_cols, nominal=grid_design[2])
         full = np.isin(np.arange(cells.n_rows), np.flatnonzero(np.bincount(cells.rows, minlength=cells.n_rows) == cells.n_cols))
         for i, group in enumerate(row_variants):
             shown = one.resolved or full[i]  # an instruction scored on every item is exact
@@ -466,7 +466,8 @@ def estimate_budgeted(
                         f"quantiles covered; at 10% 97% and 94%): they may understate the uncertainty; a "
                         f"larger --budget (or --budget-extend) observes more of the items that decide the grid")
         for k, q in enumerate(QUANTILES):
-            verdict = resolution(f"q{round(q * 100):02d}", fit.name, grid_design[0], grid_design[1], cells.n_cols)
+            verdict = resolution(f"q{round(q * 100):02d}", fit.name, grid_design[0], grid_design[1], cells.n_cols,
+                                 nominal=grid_design[2])
             values = (est.quantiles[k], est.quantile_low[k], est.quantile_high[k]) if verdict.resolved else (nan,) * 3
             quant_rows.append({**base, "quantile": q, "estimate": float(values[0]), "ci_low": float(values[1]),
                                "ci_high": float(values[2]), "not_resolved": verdict.why or ""})
@@ -514,7 +515,7 @@ def maxp_from_draws(maxp: pd.DataFrame, acc_long: pd.DataFrame, budget: BudgetEs
         # draw (independent fits: draw d of each)
         n = min(len(g.drawn) for g in grids)
         drawn = np.mean([g.drawn[:n][:, [g.keys.index(k) for k in keys]] for g in grids], axis=0)
-        verdicts = [resolution("maxp", g.estimator, g.design[0], g.design[1], g.n_items) for g in grids]
+        verdicts = [resolution("maxp", g.estimator, g.design[0], g.design[1], g.n_items, nominal=g.design[-1]) for g in grids]
         unresolved = next((v for v in verdicts if not v.resolved), None)
         for method in sorted({m for m, _ in keys}):
             key = (setting, task, method, model)

@@ -11,7 +11,13 @@ and the instruction-effect SD (``instruction_sd``).
 Example (a uniform grid at 2% against a table that resolves nothing below 10%):
     >>> table = {"item-response": {"uniform": {"0.1": {"max": {"resolved": True}}}}}
     >>> design_of([{"fraction": 0.02}]), resolve("max", ("uniform", 0.02), 200, table=table).why
-    (('uniform', 0.02), 'not resolved at --budget 0.02 (needs about 20 cells per instruction; run --budget-extend 0.1)')
+    (('uniform', 0.02, 0.02), 'not resolved at --budget 0.02 (needs about 20 cells per instruction; run --budget-extend 0.1)')
+
+The ``--budget-min-items`` floor can deal more than the budget asks (10 items of 40 at ``--budget
+0.02``): the cells dealt decide.
+    >>> design = design_of([{"fraction": 0.02, "items": list(range(10)), "n_items": 40}])
+    >>> design, resolve("max", design, 40, table=table).resolved
+    (('uniform', 0.25, 0.02), True)
 """
 
 from __future__ import annotations
@@ -27,19 +33,32 @@ from .budget_validity import Resolution, resolution
 from .draw_statistics import EFFECT_STATISTICS, statistic_draws, summarize
 
 
-def design_of(records: Sequence[Mapping[str, Any]]) -> tuple[str, float]:
-    """``(design, budget)`` of a grid's budget records: the ``--budget-design`` (a record without one
-    is uniform) and the largest share its cells reached (``--budget``, or ``--budget-extend``'s)."""
+FLOOR_RAISED = 1.1  # the cells dealt count instead of --budget where they exceed it by this factor
+
+
+def design_of(records: Sequence[Mapping[str, Any]]) -> tuple:
+    """``(design, budget, nominal)`` of a grid's budget records: the ``--budget-design`` (a record without
+    one is uniform), the share of cells its budgeted instructions were dealt (the mean of each record's
+    ``len(items) / n_items``: what the estimates rest on, ``--budget-min-items`` floors included) where
+    that exceeds the largest share asked for (``--budget``, or ``--budget-extend``'s) by more than a tenth
+    (else that share), and the share asked for.
+    Resolution is judged on the cells dealt, so that the advice it gives (``--budget-extend B``) adds cells."""
     designs = sorted({str(r.get("design", "uniform")) for r in records if r})
     shares = [float(r[key]) for r in records if r for key in ("fraction", "extend")
               if isinstance(r.get(key), (int, float)) and not isinstance(r.get(key), bool)]
-    return ",".join(designs) or "uniform", max(shares) if shares else math.nan
+    nominal = max(shares) if shares else math.nan
+    dealt = [len(r["items"]) / r["n_items"] for r in records if r and isinstance(r.get("items"), list)
+             and isinstance(r.get("n_items"), int) and r["n_items"] > 0 and len(r["items"]) < r["n_items"]]
+    share = float(np.mean(dealt)) if dealt and not math.isnan(nominal) else nominal
+    # a draw deals about the share asked; a floor that raised it by more than a tenth is what decides
+    return ",".join(designs) or "uniform", share if share > FLOOR_RAISED * nominal else nominal, nominal
 
 
-def resolve(statistic: str, design: tuple[str, float], n_items: int, *,
+def resolve(statistic: str, design: tuple, n_items: int, *,
             table: Mapping[str, Any] | None = None) -> Resolution:
     """``budget_validity.resolution`` of ``statistic`` under the crossed model, for ``design`` (``design_of``)."""
-    return resolution(statistic, ESTIMATOR, design[0], design[1], n_items, table=table)
+    return resolution(statistic, ESTIMATOR, design[0], design[1], n_items, table=table,
+                      nominal=design[2] if len(design) > 2 else None)
 
 
 def effect_statistics(drawn: np.ndarray, stock: int | None, level: float, design: tuple[str, float], n_items: int,

@@ -400,7 +400,7 @@ def _grid_effects(key: tuple, members: list[HarnessResult], later: list[HarnessR
            "chance": math.nan, "chance_p": math.nan, "chance_state": "",
            "cells_share": float(np.isfinite(Y).mean()) if got is not None else (math.nan if budgeted else 1.0),
            "item_classes": (1 if classes is None else int(classes.max()) + 1) if got is not None else math.nan,
-           "budget_design": design[0] if design else "", "budget": design[1] if design else math.nan, "not_resolved": ""}
+           "budget_design": design[0] if design else "", "budget": design[2] if design else math.nan, "not_resolved": ""}
     if Y is not None and stock is not None and np.isfinite(Y[stock_row]).all():
         found = stock_chance(stock, Y[stock_row], targets, members[0].output_type)
         row.update(chance=found.rate, chance_p=found.p_value, chance_state=found.state)

@@ -466,7 +466,8 @@ def card_measures(drawn: np.ndarray, level: float, design: tuple[str, float], n_
     ``Measure`` with the draws' percentile interval, or without a value where not resolved (its ``why``)."""
     out: dict[str, Measure] = {}
     for name in CARD_STATISTICS:
-        verdict = resolution(name, estimator, design[0], design[1], n_items, table=table)
+        verdict = resolution(name, estimator, design[0], design[1], n_items, table=table,
+                             nominal=design[2] if len(design) > 2 else None)
         if not verdict.resolved:
             out[name] = Measure(None, why=verdict.why)
             continue

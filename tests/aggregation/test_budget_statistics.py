@@ -4,6 +4,7 @@ resolve it, a permutation test valid under the design, its power, and the per-cl
 from __future__ import annotations
 
 import json
+import re
 import math
 from pathlib import Path
 
@@ -274,3 +275,46 @@ def test_unresolved_per_class_rows_still_show_the_stock_rows_exact_accuracies(tm
     ones = np.array([label == "1" for label in labels])
     assert classes.loc[("null", "1"), "accuracy"] == pytest.approx(grid[0, ones].mean())
     assert math.isnan(classes.loc[("generic-1", "1"), "accuracy"]) and classes.loc[("generic-1", "1"), "not_resolved"]
+
+
+def _records(n_items: int, fraction: float, floor: int, extend: float | None = None) -> list[dict]:
+    """Budget records of 8 instructions as the runner deals them: the larger of the share asked for and the floor."""
+    share = extend if extend is not None else fraction
+    items = list(range(min(n_items, max(floor, round(share * n_items)))))
+    return [{"fraction": fraction, **({"extend": extend} if extend is not None else {}), "items": items,
+             "n_items": n_items} for _ in range(8)]
+
+
+@pytest.mark.parametrize("resolved_from, ends", [(0.25, "resolved"), (0.5, "full grid")])
+def test_following_the_budget_advice_adds_cells_until_it_resolves_or_names_the_full_grid(resolved_from, ends):
+    """The advice is judged on the cells dealt: a floor that already dealt 25% is not told to extend to 5%."""
+    from instructeval_aggregation.budget_validity import table_of
+    from instructeval_aggregation.harness_budget import design_of, resolve
+
+    table = table_of(lambda s, d, b: b >= resolved_from, ["max"])["resolved"]
+    n_items, fraction, extend, steps = 440, 0.02, None, []
+    for _ in range(5):
+        design = design_of(_records(n_items, fraction, 10, extend))
+        verdict = resolve("max", design, n_items, table=table)
+        steps.append((design[1], verdict.why))
+        if verdict.resolved or "evaluate the full grid" in (verdict.why or ""):
+            break
+        advised = float(re.search(r"--budget-extend ([0-9.]+)", verdict.why).group(1))
+        assert advised > design[1]  # the advice adds cells to those dealt
+        extend = advised
+    final = resolve("max", design, n_items, table=table)
+    assert (final.resolved if ends == "resolved" else "evaluate the full grid (no --budget)" in final.why), steps
+    assert len(steps) <= 3
+
+
+def test_a_floor_that_dealt_more_than_the_budget_is_judged_on_what_it_dealt():
+    from instructeval_aggregation.budget_validity import table_of
+    from instructeval_aggregation.harness_budget import design_of, resolve
+
+    table = table_of(lambda s, d, b: b >= 0.25, ["max"])["resolved"]
+    design = design_of(_records(40, 0.02, 10))  # 10 items of 40 each: 25% dealt at --budget 0.02
+    assert design == ("uniform", 0.25, 0.02) and resolve("max", design, 40, table=table).resolved
+    table = table_of(lambda s, d, b: False, ["max"])["resolved"]
+    assert resolve("max", design, 40, table=table).why == (
+        "not resolved at --budget 0.02 (25.0% of the cells dealt): no validated budget of the uniform design (up to "
+        "0.25) resolves it; evaluate the full grid (no --budget)")
