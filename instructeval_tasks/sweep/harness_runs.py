@@ -434,9 +434,12 @@ def evaluate_harness_task(lm: Any, variants: list[HarnessVariant], stock_cfg: di
     for variant, task in zip(variants, tasks):  # prompts longer than the window: refused, or recorded (harness_window)
         record_truncation(task, check_harness_window(task, lm, variant, samples=(samples or {}).get(variant.name),
                                                      chat=chat_args, seed=FEWSHOT_SEED))
+    started = time.monotonic()
     results = lm_eval.simple_evaluate(model=lm, tasks=tasks, log_samples=log_samples, verbosity="ERROR",
                                       task_manager=object_task_manager(), fewshot_random_seed=FEWSHOT_SEED, samples=samples,
                                       **chat_args)
+    # as lm_eval's CLI records it: the report's cost per cell (aggregation.design_projection) reads it
+    results.setdefault("total_evaluation_time_seconds", str(time.monotonic() - started))
     samples_out = results.pop("samples", {}) if log_samples else {}
     results.pop("samples", None)
     return results, samples_out
@@ -457,6 +460,8 @@ def _evaluate_by_placement(lm: Any, variants: list[HarnessVariant], stock_cfg: d
         else:
             for key in ("results", "configs", "versions", "n-shot", "higher_is_better", "n-samples"):
                 results.setdefault(key, {}).update(res.get(key) or {})
+            results["total_evaluation_time_seconds"] = str(float(results.get("total_evaluation_time_seconds") or 0)
+                                                           + float(res.get("total_evaluation_time_seconds") or 0))
         samples.update(smp)
     return results, samples
 

@@ -556,3 +556,10 @@ def test_harness_rows_without_harness_tasks_is_refused(tiny_model_dir, tmp_path,
         "instructeval: error: --harness-rows uniform applies to --harness-tasks only (the nine tasks' test sample is "
         "balanced, as the paper's); add --harness-tasks or drop it"]
     assert not (tmp_path / "o").exists()
+
+
+def test_harness_results_files_record_their_evaluation_time(harness_sweep):
+    """As lm_eval's CLI writes it; the verdict's "resolving needs ... (about T)" reads it per cell."""
+    out, _ = harness_sweep
+    files = sorted(out.rglob("results_*.json"))
+    assert files and all(float(json.loads(p.read_text())["total_evaluation_time_seconds"]) > 0 for p in files)
