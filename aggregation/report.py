@@ -177,7 +177,7 @@ img.fig{max-width:100%;border:1px solid #eee;margin:.5em 0}
 code{background:#f4f4f4;padding:0 .2em}
 table.card small{color:#666;white-space:nowrap}div.wide{overflow-x:auto}
 ul.verdicts{list-style:none;padding-left:0}ul.verdicts li{margin:.35em 0;padding:.35em .6em;border-left:4px solid #999;background:#fafafa}
-ul.verdicts li.sensitive{border-color:#cc3311}ul.verdicts li.robust{border-color:#228833}ul.verdicts li.unresolved{border-color:#bbbb00}
+ul.verdicts li.sensitive{border-color:#cc3311}ul.verdicts li.robust{border-color:#228833}ul.verdicts li.unresolved{border-color:#bbbb00}ul.verdicts li.chance{border-color:#555555;background:#f0f0f0}
 ul.verdicts b{font-weight:600}span.word{font-weight:700}
 """
 
@@ -364,12 +364,13 @@ def render_html(aggregates: Aggregates, plot_paths: list[Path], plot_note: str =
 def _verdicts_html(aggregates: Aggregates) -> str:
     """The report's opening section: one verdict line per (model, task, setting), then the model
     pairs' flip probabilities (``verdict``); "" without any."""
+    from .chance import AT_CHANCE, AT_FLOOR
     from .verdict import ROBUST, SENSITIVE, verdicts_of
 
     verdicts = verdicts_of(aggregates)
     if not verdicts.lines():
         return ""
-    css = {SENSITIVE: "sensitive", ROBUST: "robust"}
+    css = {SENSITIVE: "sensitive", ROBUST: "robust", AT_CHANCE: "chance", AT_FLOOR: "chance"}
     items = []
     for v in verdicts.every():
         line = v.line()
@@ -379,9 +380,13 @@ def _verdicts_html(aggregates: Aggregates) -> str:
         items.append(f"<li class='{css.get(v.word, 'unresolved')}'><b>{html.escape(head)}</b>: {rest}</li>")
     parts = ["<h2>Verdict</h2>",
              "<p class='note'>Per (model, task, setting): the stock score (the null instruction's) &plusmn; its standard "
-             "error over items; <b>sensitive</b>: a within-item permutation test finds an instruction effect (p &le; 0.05); "
+             "error over items; <b>at chance</b>: the stock score is not above always giving the rows' most frequent gold "
+             "answer (one-sided exact binomial, p &ge; 0.01; <b>at a floor</b> for free-form answers below 10), so the "
+             "instructions' effect on it is detail, not a verdict; otherwise <b>sensitive</b>: a within-item permutation "
+             "test finds the instructions move the score (p &le; 0.05); "
              "<b>robust</b>: it finds none, and an instruction-effect SD no larger than the stock score's SE would have been "
-             f"detected with 80% power; <b>not resolved</b>: otherwise. Best and worst instruction with their "
+             "detected with 80% power; <b>not resolved</b>: otherwise, with the design that would resolve it. A separate "
+             "clause says where answers shift between gold labels. Best and worst instruction with their "
              f"{aggregates.options.ci_level:.0%} intervals. Details in the sections below."
              + (" On the Natural Instructions tasks the benchmark's standard encoding (<code>definition_pos2</code>) "
                 "plays the stock score, on ROUGE-L, and the power is that of detecting a shift of every score of an "
