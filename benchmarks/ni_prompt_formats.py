@@ -15,6 +15,9 @@ by the string ``"ni-formats|<model>|<task>"``), and the same over all 1,200 inst
 Usage:
     python benchmarks/ni_prompt_formats.py --run smollm2=fmt/smollm2_schema,fmt/smollm2_tk-instruct \\
       --run qwen=fmt/qwen_schema,fmt/qwen_tk-instruct --write-page docs/ni_study/prompt-formats.md
+
+Besides the scores, the share of instances each format answers with an empty line (the generation stops
+at the first newline) is given: where a format's answers are empty, its score says so.
 """
 
 from __future__ import annotations
@@ -37,16 +40,20 @@ METRICS = ("rougeL", "exact_match")
 
 
 def read_folder(folder: Path) -> dict[str, dict[str, dict[str, float]]]:
-    """task -> metric -> instance id -> value, from the per-sample logs under ``folder``."""
+    """task -> metric (and ``empty``: 1 where the answer is blank) -> instance id -> value, from the
+    per-sample logs under ``folder``."""
     out: dict[str, dict[str, dict[str, float]]] = {}
     for path in sorted(folder.rglob("samples_instructeval_ni_*.jsonl")):
         task = path.name.removeprefix("samples_instructeval_ni_").rsplit("_", 1)[0]
-        per = out.setdefault(task, {m: {} for m in METRICS})
+        per = out.setdefault(task, {m: {} for m in (*METRICS, "empty")})
         for line in path.read_text(encoding="utf-8").splitlines():
             if line.strip():
                 record = json.loads(line)
+                key = str(record["doc"]["id"])
                 for metric in METRICS:
-                    per[metric][str(record["doc"]["id"])] = float(record[metric])
+                    per[metric][key] = float(record[metric])
+                answer = record["filtered_resps"][0] if record.get("filtered_resps") else record["resps"][0][0]
+                per["empty"][key] = float(not str(answer).split("\n", 1)[0].strip())
     if not out:
         raise SystemExit(f"{folder}: no samples_instructeval_ni_*.jsonl (run lm_eval with --log_samples)")
     return out
@@ -65,21 +72,30 @@ def compare(model: str, schema: dict, tk: dict, n_boot: int) -> list[dict]:
         rng = rng_for("ni-formats", model, task)
         reps = np.array([d[rng.integers(0, len(d), len(d))].mean() for _ in range(n_boot)])
         pooled.append((d, reps))
-        rows.append(_row(model, task, a, b, d, reps))
+        rows.append(_row(model, task, a, b, d, reps, _empty(schema[task], ids), _empty(tk[task], ids)))
     every = np.concatenate([d for d, _ in pooled])
     # tasks as strata: a replicate of the whole is the instance-weighted mean of the tasks' replicates
     weights = np.array([len(d) for d, _ in pooled], dtype=float)
     reps = (np.stack([r for _, r in pooled]) * weights[:, None]).sum(axis=0) / weights.sum()
     a_all = np.concatenate([[schema[t]["rougeL"][i] for i in sorted(set(schema[t]["rougeL"]) & set(tk[t]["rougeL"]))]
                             for t in sorted(set(schema) & set(tk))])
-    rows.append(_row(model, "all 12 tasks", a_all, a_all + every, every, reps))
+    empties = [(r["empty_schema"] * r["n"], r["empty_tk"] * r["n"]) for r in rows]
+    n_all = sum(r["n"] for r in rows)
+    rows.append(_row(model, "all 12 tasks", a_all, a_all + every, every, reps, sum(e[0] for e in empties) / n_all,
+                     sum(e[1] for e in empties) / n_all))
     return rows
 
 
-def _row(model: str, task: str, a: np.ndarray, b: np.ndarray, d: np.ndarray, reps: np.ndarray) -> dict:
+def _empty(per: dict, ids: list[str]) -> float:
+    return float(np.mean([per["empty"][i] for i in ids]))
+
+
+def _row(model: str, task: str, a: np.ndarray, b: np.ndarray, d: np.ndarray, reps: np.ndarray, empty_schema: float,
+         empty_tk: float) -> dict:
     low, high = np.quantile(reps, [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
     return {"model": model, "task": task, "n": len(d), "schema": 100 * a.mean(), "tk": 100 * b.mean(),
-            "diff": 100 * d.mean(), "low": 100 * low, "high": 100 * high}
+            "diff": 100 * d.mean(), "low": 100 * low, "high": 100 * high, "empty_schema": empty_schema,
+            "empty_tk": empty_tk}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,17 +109,19 @@ def main(argv: list[str] | None = None) -> int:
         model, _, folders = spec.partition("=")
         schema_dir, tk_dir = folders.split(",")
         rows += compare(model, read_folder(Path(schema_dir)), read_folder(Path(tk_dir)), args.bootstrap)
-    table = ["| model | task | instances | schema | tk-instruct | tk-instruct - schema [95%] |", "|---|---|---:|---:|---:|---:|"]
+    table = ["| model | task | instances | schema | tk-instruct | tk-instruct - schema [95%] | empty answers (schema, tk) |",
+             "|---|---|---:|---:|---:|---:|---:|"]
     table += [f"| {r['model']} | {r['task']} | {r['n']} | {r['schema']:.1f} | {r['tk']:.1f} | {r['diff']:+.1f} "
-              f"[{r['low']:+.1f}, {r['high']:+.1f}] |" for r in rows]
+              f"[{r['low']:+.1f}, {r['high']:+.1f}] | {r['empty_schema']:.0%}, {r['empty_tk']:.0%} |" for r in rows]
     print("\n".join(table))
     if args.write_page:
         page = ["# Natural Instructions: the schema layout against Tk-Instruct's prompt", "",
                 "*Generated by `benchmarks/ni_prompt_formats.py --write-page`: edit the script or rerun it, not this page.*",
                 "", f"Measured at commit `{git_stamp()}` on {datetime.date.today().isoformat()}, in "
                 f"{time.time() - started:.0f} s, by", "", "```bash", page_command(Path(__file__).name, argv or sys.argv[1:]),
-                "```", "", "ROUGE-L in points under the standard encoding (`definition_pos2`), each model's 12 tasks x 100 "
-                "instances in both prompt formats (`--metadata prompt_format=...`); the difference is paired over the "
+                "```", "", "ROUGE-L in points under the standard encoding (`definition_pos2`), each model on the 12 tasks in "
+                "both prompt formats (`--metadata prompt_format=...`), on the instances the table counts (a run with "
+                "`--limit N` scores each task's first N); the difference is paired over the "
                 f"instances with its {LEVEL:.0%} percentile bootstrap interval ({args.bootstrap} replicates; the last row "
                 "of each model pools the tasks as strata).", "", *table, ""]
         args.write_page.write_text("\n".join(page), encoding="utf-8")
