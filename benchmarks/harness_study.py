@@ -40,15 +40,10 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from budget_validation import git_stamp, page_command  # noqa: E402
 
 STUDY = ROOT / "docs" / "harness_study"
-ABOVE_P = 0.01  # "clearly above chance": a one-sided binomial p below this
-FLOOR = 0.10  # a generation task's stock score below this is a floor
+from instructeval_aggregation.chance import ABOVE_P, FLOOR, binomial_tail  # noqa: E402  (the report's own test)
+
 BALANCED_CHANCE = {"boolq": 2, "anli_r3": 3, "hellaswag": 4}  # answers per row (balanced rows)
 BBH_PREFIX = "bbh_fewshot_"
-
-
-def binomial_tail(k: int, n: int, p: float) -> float:
-    """``P(X >= k)`` for ``X ~ Binomial(n, p)`` (exact sum)."""
-    return float(sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k, n + 1)))
 
 
 def bbh_majority(task: str, rows: int, seed: int, data_dir: Path) -> float:

@@ -34,13 +34,13 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from budget_validation import git_stamp, page_command  # noqa: E402
 from harness_study import _interval, _num, _read, binomial_tail  # noqa: E402
 
+from instructeval_aggregation.chance import ABOVE_P, LABEL_SET  # noqa: E402  (the report's own test)
+
 STUDY = ROOT / "docs" / "ni_study"
 FLOOR = 10.0  # ROUGE-L points under the standard encoding below which a category is at a floor
-ABOVE_P = 0.01
 STANDARD = "definition_pos2"
 
 
-LABEL_SET = 20  # at most this many distinct answers among the instances: a task answered from a label set
 
 
 @functools.lru_cache(maxsize=None)  # one read of each task file, whichever models scored it
@@ -48,18 +48,13 @@ def majority_rate(task: str, data_dir: Path) -> float | None:
     """The exact match of always answering the most frequent (normalised) reference of ``task``'s evaluated
     instances; None where the instances have more than ``LABEL_SET`` distinct answers (open generation,
     where always giving one answer is no baseline)."""
-    from collections import Counter
-
-    from instructeval_tasks.ni.metrics import normalize_answer
+    from instructeval_aggregation.chance import majority
+    from instructeval_tasks.ni.normalize import normalize_answer
     from instructeval_tasks.ni.source import read_task_file
 
     instances = read_task_file(task.removeprefix("ni_"), str(data_dir)).instances[:100]
-    answers = [{normalize_answer(o) for o in inst["outputs"]} for inst in instances]
-    counts = Counter(a for refs in answers for a in refs)
-    if len(counts) > LABEL_SET:
-        return None
-    best = counts.most_common(1)[0][0]
-    return sum(best in refs for refs in answers) / len(answers)
+    found = majority([{normalize_answer(o) for o in inst["outputs"]} for inst in instances])  # the report's rule
+    return None if found is None else found[1] / len(instances)
 
 
 def at_chance(scores: list[dict], data_dir: Path) -> dict[tuple[str, str], tuple[float, float]]:
