@@ -12,11 +12,14 @@ Per (model, harness task, placement, n-shot), over the instructions (the null on
 - the **instruction-effect SD beyond item noise** (``sensitivity_measures.instruction_effect_sd``,
   a two-way random-effects fit of the per-item scores) with the sensitivity card's two-way
   bootstrap interval;
-- a **within-item permutation test** of "no instruction matters" (``instruction_test``: residuals from
-  each item's mean, summed per instruction and gold answer, so a shift toward one label counts too;
+- a **within-item permutation test** of "no instruction moves the score" (``instruction_test``:
+  residuals from each item's mean, summed per instruction; ``permutation_p``, the verdict's word;
   valid wherever the cells were fixed before any outcome: not run on the adaptive design's grids),
   and where it finds no effect at 5%, the instruction-effect SD it
   would detect with 80% power (``detectable_sd``, simulated under the crossed model's item distribution);
+  on a multiple-choice grid the same test summed per instruction *and gold answer* (``class_shift_p``:
+  a shift of answers toward one label counts too, even where the score stays put);
+- the stock score against chance (``chance``: ``chance``, ``chance_p``, ``chance_state``);
 - per gold answer of a multiple-choice task, each instruction's accuracy and its score at the
   evaluation split's own class mix (``harness_classes``; ``data/harness_classes.csv``).
 

@@ -198,7 +198,7 @@ def harness_html(effects: HarnessEffects, figures: dict[str, Path], img: Callabl
              "task's description); the null variant is the stock task. Scores in %; stock pct: the stock score's "
              "mid-rank percentile among the instructions'; instruction SD: the SD of the instructions' true scores "
              "beyond item noise (points, two-way random effects, bootstrap interval over instructions and items); "
-             "p: a within-item permutation test of 'no instruction matters' (item-centred, per gold answer), with the "
+             "p: a within-item permutation test of 'no instruction moves the score' (item-centred residuals summed per instruction; the per-gold-answer test is in data/harness_effects.csv, class_shift_p), with the "
              "instruction-effect SD it detects with 80% power where it finds no effect; cells: the share of "
              "(instruction, item) cells evaluated -- under --budget (est.) every statistic across instructions comes "
              "from the item-response model's draws of the whole grid (median [95% interval]), and is printed only "
