@@ -174,7 +174,9 @@ def _choice(meta: Mapping[str, Any], key: str, allowed: tuple[str, ...], default
     value = meta.get(key, default)
     if value is None or value in allowed:
         return value
-    raise OptionError(f"metadata {key}={value!r}: expected one of {', '.join(allowed)}")
+    close = difflib.get_close_matches(str(value), allowed, n=1)
+    hint = f"did you mean {close[0]}? " if close else ""
+    raise OptionError(f"metadata {key}={value!r}: {hint}expected one of {', '.join(allowed)}")
 
 
 def check_known_keys(meta: Mapping[str, Any]) -> None:

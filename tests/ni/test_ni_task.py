@@ -253,3 +253,8 @@ def test_an_empty_gold_output_is_refused(tmp_path, ni):
     root = ni.write_task(tmp_path, payload)
     with pytest.raises(UserError, match=r"Instances\[1\]\.output holds an empty answer"):
         evaluate(ni.ScriptedLM(lambda c: "x"), [ni.TOY_TASK], {"data_dir": str(root)})
+
+
+def test_an_encoding_typo_names_the_closest_encoding(ni_data_dir, ni):
+    with pytest.raises(UserError, match=r"metadata instruction_encoding='defintion': did you mean definition\? expected one of"):
+        evaluate(ni.ScriptedLM(lambda c: "x"), [ni.TOY_TASK], {"data_dir": str(ni_data_dir), "instruction_encoding": "defintion"})
