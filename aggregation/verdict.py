@@ -515,8 +515,9 @@ def nine_task_verdicts(aggregates, *, n_perm: int = 999, n_power: int | None = N
                            stock_se=stock_se(Y[null]) if null is not None else math.nan, n_items=Y.shape[1],
                            p_value=test.p_value, detectable_sd=detect, best=pick(order[0]), worst=pick(order[-1]),
                            class_p=class_p, chance=_nine_chance(aggregates, card, Y[null] if null is not None else None),
-                           projection=(project(Y, null, anchor=detect) if null is not None and binary
-                                       and test.p_value > ALPHA and Y.shape[1] >= 3 else None),
+                           projection=(project(Y, null, anchor=detect, seconds_per_cell=_nine_seconds(aggregates, card))
+                                       if null is not None and binary and test.p_value > ALPHA and Y.shape[1] >= 3
+                                       else None),
                            no_power="" if binary else "no power simulated (per-item scores are means over demo sets)",
                            best_method=Pick(best_method, float(per_method[best_method].mean()),
                                             *item_interval(per_method[best_method], opts.ci_level))))
@@ -596,6 +597,26 @@ def _nine_chance(aggregates, card, y_null: np.ndarray | None) -> Chance | None:
     if said is not None and (not single or any((a == g) != (v >= 0.5) for a, g, v in zip(said, gold, values))):
         said = None  # a mean over demo sets, or a rule that does not reproduce the metric's answers
     return chance_of(y, gold, predicted=said)
+
+
+def _nine_seconds(aggregates, card) -> float:
+    """Wall seconds per (instruction, item) cell of a card's variants: each results file's
+    ``total_evaluation_time_seconds`` shared over its variants (NaN where a file has none)."""
+    from .json_input import parse_json_bytes
+
+    frame = aggregates.variants
+    if frame is None or frame.empty or "file" not in frame:
+        return math.nan
+    part = frame[(frame["model"] == card.model) & (frame["task"] == card.task) & (frame["setting"] == card.setting)]
+    per_variant = []
+    for path in sorted(set(part["file"])):
+        try:
+            data = parse_json_bytes(open(path, "rb").read())
+            per_variant.append(float(data["total_evaluation_time_seconds"]) / max(1, len(data["results"])))
+        except Exception:  # no recorded time (lm_eval's own files before this, or another writer): no cost
+            return math.nan
+    items = card.n_items or 0
+    return float(np.mean(per_variant)) / items if per_variant and items else math.nan
 
 
 def _picks_without_items(aggregates, card) -> dict[str, Pick | None]:
