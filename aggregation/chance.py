@@ -104,9 +104,10 @@ def binomial_tail(k: int, n: int, p: float) -> float:
     return float(binom.sf(k - 1, n, p))
 
 
-def majority(gold: Sequence[Iterable[str] | str | None]) -> tuple[str, int] | None:
-    """The answer acceptable on most rows and on how many (ties: the first in sorted order); None where
-    a row has no gold answer or the rows hold more than ``LABEL_SET`` distinct answers."""
+def majority(gold: Sequence[Iterable[str] | str | None], prefer: str | None = None) -> tuple[str, int] | None:
+    """The answer acceptable on most rows and on how many (ties: ``prefer`` where it is one of them, else
+    the first in sorted order); None where a row has no gold answer or the rows hold more than
+    ``LABEL_SET`` distinct answers."""
     sets = [_as_set(g) for g in gold]
     if not sets or any(not s for s in sets):
         return None
@@ -114,7 +115,8 @@ def majority(gold: Sequence[Iterable[str] | str | None]) -> tuple[str, int] | No
     if len(counts) > LABEL_SET:
         return None
     top = max(counts.values())
-    return min(a for a, c in counts.items() if c == top), top
+    tied = sorted(a for a, c in counts.items() if c == top)
+    return (prefer if prefer in tied else tied[0]), top
 
 
 def chance_of(y: np.ndarray, gold: Sequence[Iterable[str] | str | None] | None, *,
@@ -127,11 +129,11 @@ def chance_of(y: np.ndarray, gold: Sequence[Iterable[str] | str | None] | None, 
     n = len(y)
     k = float(np.sum(y))
     score = float(np.mean(y)) if floor_score is None and n else (floor_score if floor_score is not None else math.nan)
-    found = majority(gold) if gold is not None and n else None
+    said, said_rows = _said(y, gold, predicted) if gold is not None and n else (None, 0)
+    found = majority(gold, prefer=said) if gold is not None and n else None
     if found is None:
         return Chance(n, k, score)
     answer, rows = found
-    said, said_rows = _said(y, gold, predicted)
     return Chance(n, k, score, rows / n, answer, binomial_tail(int(round(k)), n, rows / n), said, said_rows)
 
 
@@ -146,6 +148,8 @@ def _as_set(g: Iterable[str] | str | None) -> frozenset[str]:
 def _said(y: np.ndarray, gold, predicted) -> tuple[str | None, int]:
     """The most frequent answer the model gave and on how many rows; on a two-label task a wrong answer
     is the other label. (None, 0) where the answers are not known."""
+    if any(not _as_set(g) for g in gold):
+        return None, 0
     if predicted is None:
         labels = sorted({a for g in gold for a in _as_set(g)})
         if len(labels) != 2 or any(len(_as_set(g)) != 1 for g in gold):

@@ -52,3 +52,10 @@ def test_choice_answers_name_shared_choices_by_text_and_per_row_choices_by_posit
     assert choice_answers(endings, "acc") == (["choice 1", "choice 2"], ["choice 2", "choice 1"])
     assert choice_answers(endings, "acc_norm") == (["choice 1", "choice 2"], ["choice 1", "choice 1"])
     assert choice_answers(shared, "acc_per_token")[1] is None  # its rule needs token counts: no answers named
+
+
+def test_a_tie_for_the_most_frequent_answer_names_the_one_the_model_gives():
+    assert majority(["a", "b", "a", "b"]) == ("a", 2)
+    assert majority(["a", "b", "a", "b"], prefer="b") == ("b", 2)
+    c = chance_of(np.array([0.0, 1.0, 0.0, 1.0] * 5), ["a", "b", "a", "b"] * 5, predicted=["b"] * 20)
+    assert c.answer == "b" and c.clause().startswith('at chance: answers "b" on 20 of 20 rows; always answering "b"')
