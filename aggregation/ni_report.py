@@ -47,7 +47,7 @@ from .bootstrap import resample_counts, rng_for
 from .harness_methods import ALPHA, DETECTABLE_Z, POWER
 from .issues import IssueLog
 from .json_input import BadJson, parse_json_bytes
-from .loading import expand_paths, find_samples, results_stamp
+from .loading import expand_paths, find_samples, label_from_pretrained, parse_model_args, results_stamp
 
 NI_TASK_TYPE = "ni"
 MIN_PAIRED = 10  # paired instances below which an effect has no interval and is no headline
@@ -153,7 +153,9 @@ def _variant(name: str, meta: Mapping[str, Any], result: Mapping[str, Any], path
         issues.error("missing-metric", f"a Natural Instructions variant without {' and '.join(METRICS)}", str(path), name)
         return None
     task = str(meta["instructeval_task"]).removeprefix("instructeval_")
-    variant = NIVariant(model=str(meta.get("model_label") or data.get("model_name") or "model"), task=task,
+    model = meta.get("model_label") or label_from_pretrained(  # as the other loaders name a model
+        parse_model_args((data.get("config") or {}).get("model_args")).get("pretrained") or data.get("model_name") or "model")
+    variant = NIVariant(model=str(model), task=task,
                         category=str(meta.get("ni_category") or "unknown"), instruction=instruction_label(meta),
                         file=str(path), means={m: float(v) for m, v in means.items()},
                         n=int(result.get("sample_len") or meta.get("eval_size") or 0),
