@@ -89,6 +89,7 @@ import dataclasses
 import datetime
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -1349,9 +1350,13 @@ def page_command(script: str, argv: list[str]) -> str:
 
         >>> page_command("x.py", ["--out", str(Path.cwd() / "runs" / "a.json")])
         'python benchmarks/x.py --out runs/a.json'
+        >>> page_command("x.py", ["--run", f"m={Path.cwd() / 'a'},{Path.cwd() / 'b'}"])
+        'python benchmarks/x.py --run m=a,b'
     """
-    shown = [os.path.relpath(a) if os.path.isabs(a) else a for a in argv]
-    return shlex.join(["python", f"benchmarks/{script}", *shown])
+    def portable(arg: str) -> str:  # NAME=PATH,PATH arguments too
+        return re.sub(r"(?<![\w.~])(/[^,=\s]+)", lambda m: os.path.relpath(m.group(1)), arg)
+
+    return shlex.join(["python", f"benchmarks/{script}", *(portable(a) for a in argv)])
 
 
 def git_stamp(root: Path = ROOT) -> str:
