@@ -1353,8 +1353,12 @@ def page_command(script: str, argv: list[str]) -> str:
         >>> page_command("x.py", ["--run", f"m={Path.cwd() / 'a'},{Path.cwd() / 'b'}"])
         'python benchmarks/x.py --run m=a,b'
     """
+    def relative(path: str) -> str:  # a path in the clone as from its root (where the commands run), else from here
+        inside = Path(path).resolve().is_relative_to(ROOT)
+        return str(Path(path).resolve().relative_to(ROOT)) if inside else os.path.relpath(path)
+
     def portable(arg: str) -> str:  # NAME=PATH,PATH arguments too
-        return re.sub(r"(?<![\w.~])(/[^,=\s]+)", lambda m: os.path.relpath(m.group(1)), arg)
+        return re.sub(r"(?<![\w.~])(/[^,=\s]+)", lambda m: relative(m.group(1)), arg)
 
     return shlex.join(["python", f"benchmarks/{script}", *(portable(a) for a in argv)])
 
