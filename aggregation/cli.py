@@ -201,7 +201,7 @@ def run(args: argparse.Namespace) -> int:
         what = "the Natural Instructions tables (tables/natural_instructions.md)"
         tables = f"{tables} and {what}" if result.tables or getattr(result, "harness", None) is not None else what
     print(
-        f"wrote {tables}, {len(written['plots'])} figures and {written['report']} "
+        f"wrote {tables}, {len(written['plots'])} figures and {os.path.join(args.out, 'report.html')} "  # as --out was given
         f"({len(errors)} error(s), {len(warnings)} warning(s))"
     )
     return EXIT_INPUT_DROPPED if errors else EXIT_OK

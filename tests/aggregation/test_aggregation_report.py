@@ -193,3 +193,17 @@ def test_html_frames_align_counts_as_numbers_and_leave_missing_cells_empty():
     html = _frame_html(frame)
     assert '<td class="l">a.json</td><td>150</td><td></td><td>0.500</td>' in html and "None" not in html
     assert "white-space:nowrap" in CSS.split("caption{", 1)[1].split("}", 1)[0]  # captions on one line
+
+
+def test_the_last_line_names_the_report_as_out_was_given(tmp_path, monkeypatch, capsys):
+    """The README quotes `wrote ... and report/report.html (...)` after `instructeval aggregate runs/ --out report/`."""
+    from instructeval_aggregation.testing import SyntheticVariant, write_run
+    from instructeval_tasks.cli import main as cli_main
+
+    write_run(tmp_path / "runs", "m", [SyntheticVariant("agnews", m, i, "zero_shot", correct=[1, 0, 1, 1] * 5)
+                                       for m, i in (("null", "null"), ("generic", "generic-0"))])
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    assert cli_main(["aggregate", "runs/", "--out", "report/", "--no-plots", "--bootstrap", "20"]) in (0, 3)
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith("wrote ") and " figures and report/report.html (" in last
