@@ -9,10 +9,11 @@ from typing import Callable
 
 import pytest
 
-# What legitimately differs between two runs of one sweep: the time in a samples file's name and
-# the "date" (a Unix time) that lm_eval records in every results file.
+# What legitimately differs between two runs of one sweep: the time in a samples file's name, the
+# "date" (a Unix time) that lm_eval records in every results file and the evaluation's duration.
 _SAMPLES_STAMP = re.compile(r"_\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\.\d+\.jsonl$")
 _RESULTS_DATE = re.compile(r'^  "date": [0-9.e+-]+,$', re.MULTILINE)
+_RESULTS_SECONDS = re.compile(r'^  "total_evaluation_time_seconds": "[0-9.e+-]+"', re.MULTILINE)
 
 
 def sweep_files(root: Path) -> dict[str, Path]:
@@ -36,6 +37,7 @@ def assert_same_sweep(expected: Path, actual: Path) -> None:
         if name.rsplit("/", 1)[-1].startswith("results_"):
             assert len(_RESULTS_DATE.findall(a)) == 1, name
             a, b = _RESULTS_DATE.sub("<date>", a), _RESULTS_DATE.sub("<date>", b)
+            a, b = _RESULTS_SECONDS.sub("<seconds>", a), _RESULTS_SECONDS.sub("<seconds>", b)
         assert a == b, f"{name} differs"
 
 
