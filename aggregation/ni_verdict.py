@@ -47,7 +47,7 @@ from .chance import Chance, chance_of
 from .harness_effects import NO_EFFECT_ALPHA as ALPHA
 from .instruction_test import POWER_SIMULATIONS, detectable_shift_sd, permutation_test
 from .sensitivity_card import SensitivityCard, build_card
-from .verdict import Pick, Verdict, item_interval, stock_se
+from .verdict import MIN_ROWS, Pick, Verdict, item_interval, stock_se
 
 BUDGETED = ("a budgeted grid: its instruction SD and card need every cell (no validated estimator for graded "
             "scores under a budget); rerun without --budget")
@@ -131,9 +131,14 @@ def ni_verdict(model: str, task: str, labels: Sequence[str], Y: np.ndarray, *, l
 
 def ni_card(model: str, task: str, labels: Sequence[str], Y: np.ndarray, *, n_boot: int, level: float,
             seed: str) -> SensitivityCard:
-    """The sensitivity card of one (model, task)'s grid (module doc)."""
-    return build_card(model, task, "zero_shot", [(_method(label), label) for label in labels], Y, None,
-                      n_boot=n_boot, level=level, seed=seed, metric=METRIC)
+    """The sensitivity card of one (model, task)'s grid (module doc); on fewer than ``MIN_ROWS`` instances
+    it has no intervals (a bootstrap of a handful of instances prints certainty it does not have)."""
+    few = Y.shape[1] < MIN_ROWS
+    card = build_card(model, task, "zero_shot", [(_method(label), label) for label in labels], Y, None,
+                      n_boot=0 if few else n_boot, level=level, seed=seed, metric=METRIC)
+    if few and n_boot > 0:
+        card.notes.append(f"only {Y.shape[1]} instances: no intervals (they need {MIN_ROWS})")
+    return card
 
 
 def ni_verdicts_and_cards(variants: Sequence, *, n_boot: int, level: float, seed: str, n_perm: int = 999,

@@ -373,3 +373,11 @@ def test_a_nine_task_folder_with_the_null_variant_alone_says_so_and_keeps_its_se
     (v,) = verdicts_of(aggregate(load_runs([tmp_path / "runs"]), n_boot=20)).nine
     assert v.stock_se == pytest.approx(stock_se(np.array(y, dtype=float)))
     assert "(one instruction (null): nothing to compare" in v.line()
+
+
+def test_an_ni_card_on_a_handful_of_instances_prints_no_interval():
+    from instructeval_aggregation.ni_verdict import ni_card
+
+    Y = np.array([[1.0] * 5, [0.0] * 5])
+    card = ni_card("m", "ni_task190_snli_classification", ["definition_pos2", "null"], Y, n_boot=100, level=0.95, seed="s")
+    assert all(m.ci_low is None for m in card.measures.values()) and card.notes == ["only 5 instances: no intervals (they need 10)"]
