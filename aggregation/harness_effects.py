@@ -72,7 +72,8 @@ from .instruction_test import POWER_SIMULATIONS, detectable_sd, permutation_test
 from .issues import IssueLog
 from .json_input import BadJson, parse_json_bytes
 from .leaderboard import kendall_tau_b, percentile_of
-from .loading import expand_paths, find_samples, label_from_pretrained, parse_model_args, results_stamp, warn_truncated
+from .loading import (expand_paths, find_samples, label_from_pretrained, parse_model_args, results_stamp,
+                      seconds_per_variant, warn_truncated)
 from .samples import merge_targets, read_choice_scores, read_sample_targets
 from .sensitivity_card import Measure, SensitivityCard, basic_interval, build_card, card_measures
 from .sensitivity_measures import mean_square_components
@@ -154,16 +155,8 @@ def load_harness_results(paths: Iterable[str], issues: IssueLog, *, samples: boo
                 budget=meta.get("budget") if isinstance(meta.get("budget"), dict) else None,
                 output_type=config.get("output_type") if isinstance(config.get("output_type"), str) else None,
                 split_classes=record.get("split_classes") if isinstance(record.get("split_classes"), dict) else None,
-                seconds=_seconds_each(data)))
+                seconds=seconds_per_variant(data)))
     return out
-
-
-def _seconds_each(data: dict) -> float:
-    """A results file's evaluation time shared evenly over its variants (as ``sweep.chunk`` records a call's)."""
-    try:
-        return float(data.get("total_evaluation_time_seconds")) / max(1, len(data["results"]))
-    except (TypeError, ValueError):
-        return math.nan
 
 
 @dataclass(frozen=True)

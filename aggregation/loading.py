@@ -104,6 +104,19 @@ def parse_model_args(model_args: Any) -> dict[str, Any]:
     return {}
 
 
+def seconds_per_variant(data: Mapping[str, Any]) -> float:
+    """A results file's ``total_evaluation_time_seconds`` shared evenly over its variants (as ``sweep.chunk``
+    records a call's); NaN where the file records none.
+
+        >>> seconds_per_variant({"total_evaluation_time_seconds": "12", "results": {"a": {}, "b": {}}})
+        6.0
+    """
+    try:
+        return float(data.get("total_evaluation_time_seconds")) / max(1, len(data["results"]))
+    except (TypeError, ValueError, KeyError):
+        return math.nan
+
+
 def label_from_pretrained(pretrained: str) -> str:
     """A model label from a ``pretrained`` value: hub ids as they are, local paths by last part.
 
@@ -381,6 +394,7 @@ def parse_variant(
     n_samples = (data.get("n-samples") or {}).get(name) or {}
     n_items = result.get("sample_len", n_samples.get("effective"))
     return VariantResult(
+        seconds=seconds_per_variant(data),
         name=name,
         file=file,
         model=model,

@@ -58,6 +58,7 @@ class VariantResult:
     samples_path: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict, repr=False)
     estimated: bool = False  # metric values are item-response estimates of a budgeted sweep (budgeted.py)
+    seconds: float = math.nan  # its share of the results file's evaluation time (``loading.seconds_per_variant``)
 
     def identity(self) -> tuple:
         """What makes two variants the same evaluation (model, task, instruction, setting, seeds).
@@ -128,6 +129,7 @@ class RunSet:
                 "file": v.file,
                 "samples": v.samples_path,
                 "estimated": v.estimated,
+                "seconds": v.seconds,
             }
             for name in KNOWN_RESULT_METRICS:
                 row[f"metric:{name}"] = v.metrics.get(name, math.nan)

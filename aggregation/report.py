@@ -92,7 +92,8 @@ def _write_all(aggregates: Aggregates, out: Path, *, plots: bool) -> dict[str, A
     combined = "\n".join(to_markdown(aggregates.tables[n]) for n in aggregates.tables)
     (tables_dir / "tables.md").write_text(combined, encoding="utf-8", newline="\n")
 
-    _csv(aggregates.variants, data_dir / "variants.csv")
+    # a variant's wall time prices a design (verdict), it is not a result: the file stays the same run to run
+    _csv(aggregates.variants.drop(columns=["seconds"], errors="ignore"), data_dir / "variants.csv")
     _csv(aggregates.instructions, data_dir / "instructions.csv")
     _csv(aggregates.baselines, data_dir / "baselines.csv")
     _csv(aggregates.gains, data_dir / "gains.csv")

@@ -600,23 +600,16 @@ def _nine_chance(aggregates, card, y_null: np.ndarray | None) -> Chance | None:
 
 
 def _nine_seconds(aggregates, card) -> float:
-    """Wall seconds per (instruction, item) cell of a card's variants: each results file's
-    ``total_evaluation_time_seconds`` shared over its variants (NaN where a file has none)."""
-    from .json_input import parse_json_bytes
-
+    """Wall seconds per (instruction, item) cell of a card's variants (their ``seconds``, each results
+    file's evaluation time shared over its variants); NaN where a file records none."""
     frame = aggregates.variants
-    if frame is None or frame.empty or "file" not in frame:
+    if frame is None or frame.empty or "seconds" not in frame:
         return math.nan
     part = frame[(frame["model"] == card.model) & (frame["task"] == card.task) & (frame["setting"] == card.setting)]
-    per_variant = []
-    for path in sorted(set(part["file"])):
-        try:
-            data = parse_json_bytes(open(path, "rb").read())
-            per_variant.append(float(data["total_evaluation_time_seconds"]) / max(1, len(data["results"])))
-        except Exception:  # no recorded time (lm_eval's own files before this, or another writer): no cost
-            return math.nan
     items = card.n_items or 0
-    return float(np.mean(per_variant)) / items if per_variant and items else math.nan
+    if part.empty or not items or part["seconds"].isna().any():  # no recorded time: no cost
+        return math.nan
+    return float(part["seconds"].mean()) / items
 
 
 def _picks_without_items(aggregates, card) -> dict[str, Pick | None]:
