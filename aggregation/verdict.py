@@ -303,6 +303,8 @@ def _num(x: float | None) -> float | None:
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
 
 
+# why a budgeted grid names no best or worst instruction (naming the largest estimate is the max statistic)
+EXTREMES = "the budget validation does not resolve max and min at this design and budget"
 MIN_ROWS = 10  # below this many items an SD over items (and a normal interval) is no measure of the noise
 
 
@@ -364,14 +366,12 @@ def harness_verdicts(effects, *, level: float, n_boot: int, seed: str) -> tuple[
         best, worst = _best_worst(part, Y, ids, level)
         if r.get("budget_design") and (_isnan(r["max"]) or _isnan(r["min"])):
             # naming the largest of noisy estimates is the max statistic: only where the validation resolves it
-            why = "the budget validation does not resolve max and min at this design and budget"
-            best = replace(best, score=math.nan, why=why) if best is not None else None
-            worst = replace(worst, score=math.nan, why=why) if worst is not None else None
+            best = replace(best, score=math.nan, why=EXTREMES) if best is not None else None
+            worst = replace(worst, score=math.nan, why=EXTREMES) if worst is not None else None
         abstained = r.get("not_resolved") or ""
         untested = "no per-item scores"
         if Y is not None and len(ids) < 2:
-            untested = (f"one instruction ({ids[0]}): nothing to compare; add instructions (--methods null,generic,...)"
-                        if ids else untested)
+            untested = _one_instruction(ids[0]) if ids else untested
         verdicts.append(Verdict(
             model=key[0], task=key[1], where=f"[{key[2]}, {key[3]}-shot]", stock=r["stock"], stock_se=se,
             n_items=int(r["n_items"]) if r["n_items"] is not None and not _isnan(r["n_items"]) else None,
@@ -400,6 +400,11 @@ def harness_verdicts(effects, *, level: float, n_boot: int, seed: str) -> tuple[
                                  p["flip_probability"], p["ci_low"], p["ci_high"], item_flip, p.get("not_resolved") or "",
                                  item_why))
     return verdicts, pairs
+
+
+def _one_instruction(name: str) -> str:
+    """Why a grid of one instruction has no test."""
+    return f"one instruction ({name}): nothing to compare; add instructions (--methods null,generic,...)"
 
 
 def _projection(Y: np.ndarray | None, ids: Sequence[str] | None, row: dict, seconds_per_cell: float) -> Projection | None:
@@ -487,7 +492,7 @@ def nine_task_verdicts(aggregates, *, n_perm: int = 999, n_power: int | None = N
             se, untested = math.nan, "no per-item scores"
             if matrix is not None and len(keys) == len(card.instructions) == 1:
                 se = stock_se(matrix.values[rows[keys[0]]].mean(axis=0)) if keys[0][0] == "null" else math.nan
-                untested = f"one instruction ({keys[0][1]}): nothing to compare; add instructions (--methods null,generic,...)"
+                untested = _one_instruction(keys[0][1])
             out.append(Verdict(**base, stock=_null_score(aggregates, card), stock_se=se, n_items=card.n_items,
                                p_value=math.nan, detectable_sd=math.nan, chance=_nine_chance(aggregates, card, None),
                                untested=untested, **_picks_without_items(aggregates, card)))
@@ -663,8 +668,7 @@ def _budgeted_nine(card, aggregates, base: dict) -> Verdict:
             best, worst = picks
             extremes = [card.measures.get(k) for k in ("maxp", "minp")]
             if any(m is not None and m.value is None for m in extremes):  # naming the largest estimate is MaxP
-                why = "the budget validation does not resolve max and min at this design and budget"
-                best, worst = replace(best, score=math.nan, why=why), replace(worst, score=math.nan, why=why)
+                best, worst = replace(best, score=math.nan, why=EXTREMES), replace(worst, score=math.nan, why=EXTREMES)
         meth = sel(budget.methods)
         if not meth.empty:
             r = meth.sort_values(["estimate", "method"], ascending=[False, True]).iloc[0]
