@@ -296,26 +296,24 @@ def effects(variants: Sequence[NIVariant], *, seed: str, n_boot: int) -> list[Ef
 
 
 def effects_frame(found: Sequence[Effect], level: float) -> pd.DataFrame:
-    """The effects as rows, each with its percentile interval at ``level`` (NaN without replicates)."""
+    """The effects as rows, each with its percentile interval at ``level`` (NaN without replicates, and on
+    fewer than ``MIN_PAIRED`` paired instances, where ``not_resolved`` says so)."""
     rows = []
     for e in found:
         low = high = detectable = math.nan
-        if e.n < MIN_PAIRED:  # a bootstrap of a handful of instances prints certainty it does not have
-            rows.append({"model": e.model, "scope": e.scope, "name": e.name, "category": e.category, "part": e.part,
-                         "contrast": e.contrast, "metric": e.metric, "diff": e.diff, "ci_low": low, "ci_high": high,
-                         "detectable": detectable, "n": e.n,
-                         "not_resolved": f"only {e.n} paired instances (an interval needs {MIN_PAIRED})"})
-            continue
-        if e.replicates is not None and len(e.replicates):
-            low, high = (float(q) for q in np.quantile(e.replicates, [(1 - level) / 2, (1 + level) / 2]))
-        if e.replicates is not None and len(e.replicates) > 1:
-            sd = float(np.std(e.replicates, ddof=1))
+        few = e.n < MIN_PAIRED  # a bootstrap of a handful of instances prints certainty it does not have
+        reps = None if few else e.replicates
+        if reps is not None and len(reps):
+            low, high = (float(q) for q in np.quantile(reps, [(1 - level) / 2, (1 + level) / 2]))
+        if reps is not None and len(reps) > 1:
+            sd = float(np.std(reps, ddof=1))
             # every replicate equal (every paired difference the same): the normal approximation has no
             # spread to work with, so no detectable size is claimed
             detectable = DETECTABLE_Z * sd if sd > 0 else math.nan
         rows.append({"model": e.model, "scope": e.scope, "name": e.name, "category": e.category, "part": e.part,
                      "contrast": e.contrast, "metric": e.metric, "diff": e.diff, "ci_low": low, "ci_high": high,
-                     "detectable": detectable, "n": e.n, "not_resolved": ""})
+                     "detectable": detectable, "n": e.n,
+                     "not_resolved": f"only {e.n} paired instances (an interval needs {MIN_PAIRED})" if few else ""})
     return pd.DataFrame(rows, columns=["model", "scope", "name", "category", "part", "contrast", "metric", "diff",
                                        "ci_low", "ci_high", "detectable", "n", "not_resolved"])
 
