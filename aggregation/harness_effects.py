@@ -446,17 +446,26 @@ def _grid_effects(key: tuple, members: list[HarnessResult], later: list[HarnessR
         return row, card, grid_scores, ((ids_of(members), got.drawn, instruction_ok) if got is not None else None)
     # the word's test is on the score (one residual sum per instruction); the per-gold-answer test asks
     # whether answers move between labels, which can happen with the score unmoved (instruction_test)
-    test = permutation_test(Y, None, n_perm=n_perm, seed=seed, key=key)
-    row["permutation_p"] = test.p_value
-    if classes is not None:
-        row["class_shift_p"] = permutation_test(Y, classes, n_perm=n_perm, seed=seed, key=(*key, "classes")).p_value
-    if test.p_value > NO_EFFECT_ALPHA and n_power > 0:
-        row["detectable_sd"] = _detectable(Y, None, fit, n_power, rng_for(seed, "harness-power", *key))
+    row["permutation_p"], row["class_shift_p"], row["detectable_sd"] = instruction_tests(
+        Y, classes, fit, n_perm=n_perm, n_power=n_power, seed=seed, key=key, power_rng=rng_for(seed, "harness-power", *key))
     return row, card, grid_scores, ((ids_of(members), got.drawn, instruction_ok) if got is not None else None)
 
 
 def ids_of(members: Sequence[HarnessResult]) -> list[str]:
     return [r.instruction_id for r in members]
+
+
+def instruction_tests(Y: np.ndarray, classes: np.ndarray | None, fit: Any, *, n_perm: int, n_power: int, seed: str,
+                      key: Sequence[object], power_rng: np.random.Generator) -> tuple[float, float, float]:
+    """A grid's tests (``instruction_test``): ``(p`` of "no instruction moves the score", ``p`` of the same
+    per gold answer (NaN without ``classes``), the SD the score test detects with 80% power where it finds
+    nothing (NaN where it rejects or ``n_power`` is 0)``)``; each test's permutations seeded by ``seed``
+    and ``key`` (the per-gold-answer test's by ``key + ("classes",)``)."""
+    p = permutation_test(Y, None, n_perm=n_perm, seed=seed, key=key).p_value
+    class_p = (permutation_test(Y, classes, n_perm=n_perm, seed=seed, key=(*key, "classes")).p_value
+               if classes is not None else math.nan)
+    detect = _detectable(Y, None, fit, n_power, power_rng) if p > NO_EFFECT_ALPHA and n_power > 0 else math.nan
+    return p, class_p, detect
 
 
 def _detectable(Y: np.ndarray, classes: np.ndarray | None, fit: Any, n_power: int, rng: np.random.Generator) -> float:

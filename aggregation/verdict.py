@@ -445,8 +445,8 @@ def _best_worst(part: pd.DataFrame, Y: np.ndarray | None, ids: Sequence[str] | N
 
 def nine_task_verdicts(aggregates, *, n_perm: int = 999, n_power: int | None = None) -> list[Verdict]:
     """One verdict per zero- and few-shot card of the nine InstructEval tasks (module doc)."""
-    from .harness_effects import _detectable
-    from .instruction_test import POWER_SIMULATIONS, permutation_test
+    from .harness_effects import instruction_tests
+    from .instruction_test import POWER_SIMULATIONS
 
     opts = aggregates.options
     n_power = POWER_SIMULATIONS if n_power is None else n_power
@@ -472,15 +472,12 @@ def nine_task_verdicts(aggregates, *, n_perm: int = 999, n_power: int | None = N
             elif samples is not None:  # the test holds under a design fixed in advance: it permutes the observed cells
                 Y, classes, keys = samples
                 null = next((i for i, k in enumerate(keys) if k[0] == "null"), None)
-                test = permutation_test(Y, None, n_perm=n_perm, seed=opts.seed, key=key)
-                class_p = (permutation_test(Y, classes, n_perm=n_perm, seed=opts.seed, key=(*key, "classes")).p_value
-                           if classes is not None else math.nan)
-                detect = math.nan
-                if test.p_value > ALPHA and n_power > 0:
-                    detect = _detectable(Y, None, None, n_power, rng_for(opts.seed, "verdict-power", *key[1:]))
+                p_value, class_p, detect = instruction_tests(Y, classes, None, n_perm=n_perm, n_power=n_power,
+                                                             seed=opts.seed, key=key,
+                                                             power_rng=rng_for(opts.seed, "verdict-power", *key[1:]))
                 why = "; ".join(f"{name}: {m[name].why}" for name in ("instruction_sd", "spread", "q05", "q95")
                                 if m.get(name) is not None and m[name].value is None and m[name].why)
-                verdict = replace(verdict, p_value=test.p_value, detectable_sd=detect, abstained=why, class_p=class_p,
+                verdict = replace(verdict, p_value=p_value, detectable_sd=detect, abstained=why, class_p=class_p,
                                   stock_se=stock_se(Y[null]) if null is not None else math.nan, n_items=Y.shape[1],
                                   chance=_nine_chance(aggregates, card, Y[null] if null is not None else None))
             out.append(verdict)
@@ -502,13 +499,10 @@ def nine_task_verdicts(aggregates, *, n_perm: int = 999, n_power: int | None = N
         classes = None  # the gold answers of a zero-shot grid's items (its samples' targets), as for the harness tasks
         if samples is not None and samples[1] is not None and samples[0].shape == Y.shape and np.array_equal(samples[0], Y):
             classes = samples[1]
-        test = permutation_test(Y, None, n_perm=n_perm, seed=opts.seed, key=key)  # the score's test (the word)
-        class_p = (permutation_test(Y, classes, n_perm=n_perm, seed=opts.seed, key=(*key, "classes")).p_value
-                   if classes is not None else math.nan)
-        detect = math.nan
         binary = bool(np.isin(Y, (0.0, 1.0)).all())  # the power simulation draws 0/1 outcomes
-        if test.p_value > ALPHA and n_power > 0 and binary:
-            detect = _detectable(Y, None, None, n_power, rng_for(opts.seed, "verdict-power", *key[1:]))
+        p_value, class_p, detect = instruction_tests(Y, classes, None, n_perm=n_perm, n_power=n_power if binary else 0,
+                                                     seed=opts.seed, key=key,
+                                                     power_rng=rng_for(opts.seed, "verdict-power", *key[1:]))
         names = [k[1] if str(k[1]).startswith(str(k[0])) else f"{k[0]}/{k[1]}" for k in keys]
         scores = Y.mean(axis=1)
         order = sorted((i for i in range(len(keys)) if i != null), key=lambda i: (-scores[i], names[i]))
@@ -518,10 +512,10 @@ def nine_task_verdicts(aggregates, *, n_perm: int = 999, n_power: int | None = N
         best_method = max(methods, key=lambda meth: (per_method[meth].mean(), meth))
         out.append(Verdict(**base, stock=float(scores[null]) if null is not None else math.nan,
                            stock_se=stock_se(Y[null]) if null is not None else math.nan, n_items=Y.shape[1],
-                           p_value=test.p_value, detectable_sd=detect, best=pick(order[0]), worst=pick(order[-1]),
+                           p_value=p_value, detectable_sd=detect, best=pick(order[0]), worst=pick(order[-1]),
                            class_p=class_p, chance=_nine_chance(aggregates, card, Y[null] if null is not None else None),
                            projection=(project(Y, null, anchor=detect, seconds_per_cell=_nine_seconds(aggregates, card))
-                                       if null is not None and binary and test.p_value > ALPHA and Y.shape[1] >= 3
+                                       if null is not None and binary and p_value > ALPHA and Y.shape[1] >= 3
                                        else None),
                            no_power="" if binary else "no power simulated (per-item scores are means over demo sets)",
                            best_method=Pick(best_method, float(per_method[best_method].mean()),
