@@ -63,39 +63,30 @@ def compare(model: str, schema: dict, tk: dict, n_boot: int) -> list[dict]:
     """One row per task (and one over every task) of the module doc."""
     from instructeval_aggregation.bootstrap import rng_for
 
-    rows, pooled = [], []
+    rows, pooled = [], []  # pooled: per task (schema scores, tk scores, empty answers of each, replicates)
     for task in sorted(set(schema) & set(tk)):
         ids = sorted(set(schema[task]["rougeL"]) & set(tk[task]["rougeL"]))
         a = np.array([schema[task]["rougeL"][i] for i in ids])
         b = np.array([tk[task]["rougeL"][i] for i in ids])
-        d = b - a
+        empty = (np.array([schema[task]["empty"][i] for i in ids]), np.array([tk[task]["empty"][i] for i in ids]))
         rng = rng_for("ni-formats", model, task)
-        reps = np.array([d[rng.integers(0, len(d), len(d))].mean() for _ in range(n_boot)])
-        pooled.append((d, reps))
-        rows.append(_row(model, task, a, b, d, reps, _empty(schema[task], ids), _empty(tk[task], ids)))
-    every = np.concatenate([d for d, _ in pooled])
+        reps = np.array([(b - a)[rng.integers(0, len(a), len(a))].mean() for _ in range(n_boot)])
+        pooled.append((a, b, empty, reps))
+        rows.append(_row(model, task, a, b, reps, empty))
     # tasks as strata: a replicate of the whole is the instance-weighted mean of the tasks' replicates
-    weights = np.array([len(d) for d, _ in pooled], dtype=float)
-    reps = (np.stack([r for _, r in pooled]) * weights[:, None]).sum(axis=0) / weights.sum()
-    a_all = np.concatenate([[schema[t]["rougeL"][i] for i in sorted(set(schema[t]["rougeL"]) & set(tk[t]["rougeL"]))]
-                            for t in sorted(set(schema) & set(tk))])
-    empties = [(r["empty_schema"] * r["n"], r["empty_tk"] * r["n"]) for r in rows]
-    n_all = sum(r["n"] for r in rows)
-    rows.append(_row(model, "all 12 tasks", a_all, a_all + every, every, reps, sum(e[0] for e in empties) / n_all,
-                     sum(e[1] for e in empties) / n_all))
+    weights = np.array([len(a) for a, _, _, _ in pooled], dtype=float)
+    reps = (np.stack([r for _, _, _, r in pooled]) * weights[:, None]).sum(axis=0) / weights.sum()
+    join = lambda k: np.concatenate([p[k] for p in pooled])  # noqa: E731
+    empty = tuple(np.concatenate([p[2][side] for p in pooled]) for side in (0, 1))
+    rows.append(_row(model, "all 12 tasks", join(0), join(1), reps, empty))
     return rows
 
 
-def _empty(per: dict, ids: list[str]) -> float:
-    return float(np.mean([per["empty"][i] for i in ids]))
-
-
-def _row(model: str, task: str, a: np.ndarray, b: np.ndarray, d: np.ndarray, reps: np.ndarray, empty_schema: float,
-         empty_tk: float) -> dict:
+def _row(model: str, task: str, a: np.ndarray, b: np.ndarray, reps: np.ndarray, empty: tuple[np.ndarray, np.ndarray]) -> dict:
     low, high = np.quantile(reps, [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
-    return {"model": model, "task": task, "n": len(d), "schema": 100 * a.mean(), "tk": 100 * b.mean(),
-            "diff": 100 * d.mean(), "low": 100 * low, "high": 100 * high, "empty_schema": empty_schema,
-            "empty_tk": empty_tk}
+    return {"model": model, "task": task, "n": len(a), "schema": 100 * a.mean(), "tk": 100 * b.mean(),
+            "diff": 100 * (b - a).mean(), "low": 100 * low, "high": 100 * high, "empty_schema": float(empty[0].mean()),
+            "empty_tk": float(empty[1].mean())}
 
 
 def main(argv: list[str] | None = None) -> int:
