@@ -117,4 +117,20 @@ def parse_json_bytes(data: bytes) -> Any:
     return parse_json_text(decode_utf8(data))
 
 
-__all__ = ["BadJson", "MAX_DEPTH", "decode_utf8", "parse_json_bytes", "parse_json_text", "too_deep_at"]
+def parse_json_line(raw: bytes) -> Any:
+    """One line of a JSONL file (``parse_json_bytes``); a :class:`BadJson` locates the problem by column
+    alone, the caller naming the line.
+
+        >>> try:
+        ...     parse_json_line(b'{"a": 1,}')
+        ... except BadJson as err:
+        ...     print(err)
+        not valid JSON (truncated?) at column 9: Expecting property name enclosed in double quotes
+    """
+    try:
+        return parse_json_bytes(raw)
+    except BadJson as err:
+        raise BadJson(str(err).replace(" at line 1 column ", " at column ")) from None
+
+
+__all__ = ["BadJson", "MAX_DEPTH", "decode_utf8", "parse_json_bytes", "parse_json_line", "parse_json_text", "too_deep_at"]

@@ -46,7 +46,7 @@ from instructeval_tasks.ni.normalize import normalize_answer
 from .bootstrap import resample_counts, rng_for
 from .harness_methods import ALPHA, DETECTABLE_Z, POWER
 from .issues import IssueLog
-from .json_input import BadJson, parse_json_bytes
+from .json_input import BadJson, parse_json_bytes, parse_json_line
 from .loading import expand_paths, find_samples, label_from_pretrained, parse_model_args, results_stamp
 
 NI_TASK_TYPE = "ni"
@@ -119,9 +119,9 @@ def _instance_values(path: str) -> tuple[dict[str, dict[str, float]], dict[str, 
         if not raw.strip():
             continue
         try:
-            record = parse_json_bytes(raw)
+            record = parse_json_line(raw)
         except BadJson as err:
-            raise ValueError(f"line {lineno}: {str(err).replace(' at line 1 column ', ' at column ')}") from None
+            raise ValueError(f"line {lineno}: {err}") from None
         if not isinstance(record, Mapping):
             raise ValueError(f"line {lineno}: not a JSON object")
         doc = record.get("doc") if isinstance(record.get("doc"), Mapping) else {}

@@ -29,7 +29,7 @@ from instructeval_tasks.estimation.choice_scores import ChoiceScores, choice_lin
 from instructeval_tasks.estimation.item_response import target_text
 
 from .issues import AggregationError, IssueLog
-from .json_input import BadJson, parse_json_bytes
+from .json_input import BadJson, parse_json_line
 from .records import VariantResult
 
 MEAN_TOLERANCE = 1e-6
@@ -143,9 +143,9 @@ def _sample_lines(path: str, metric: str | None, filter_name: str, *,
             continue
         where = f"samples file {path} line {lineno}"
         try:
-            record = parse_json_bytes(raw)
+            record = parse_json_line(raw)
         except BadJson as err:
-            raise AggregationError(f"{where}: {str(err).replace(' at line 1 column ', ' at column ')}") from None
+            raise AggregationError(f"{where}: {err}") from None
         if not isinstance(record, dict) or "doc_id" not in record:
             raise AggregationError(f"{where}: no doc_id")
         doc_id = record["doc_id"]
