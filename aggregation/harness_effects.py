@@ -357,8 +357,6 @@ def _grid_effects(key: tuple, members: list[HarnessResult], later: list[HarnessR
     Y, targets = _item_matrix(members, issues, where, budgeted=budgeted, later=later)
     if Y is not None and items_out is not None:
         items_out[key] = (members[0].test_ids, [r.instruction_id for r in members], Y)
-        if seconds_out is not None and all(math.isfinite(r.seconds) for r in members) and Y.shape[1]:
-            seconds_out[key] = float(np.mean([r.seconds for r in members])) / Y.shape[1]
     values = [r.value for r in members]
     classes = None
     if Y is not None and members[0].output_type == "multiple_choice":  # the gold answers are classes
@@ -397,11 +395,8 @@ def _grid_effects(key: tuple, members: list[HarnessResult], later: list[HarnessR
            "cells_share": float(np.isfinite(Y).mean()) if got is not None else (math.nan if budgeted else 1.0),
            "item_classes": (1 if classes is None else int(classes.max()) + 1) if got is not None else math.nan,
            "budget_design": design[0] if design else "", "budget": design[2] if design else math.nan, "not_resolved": ""}
-    if Y is not None and stock is not None and np.isfinite(Y[stock_row]).all():
-        found = stock_chance(stock, Y[stock_row], targets, members[0].output_type)
-        row.update(chance=found.rate, chance_p=found.p_value, chance_state=found.state)
-        if chance_out is not None:
-            chance_out[key] = found
+    if Y is not None:
+        row.update(_stock_facts(key, members, Y, targets, stock_row, chance_out, seconds_out))
     if Y is None or len(members) < 2 or Y.shape[1] < 2:
         return row, None, grid_scores, None
     setting = "zero_shot" if shot == 0 else "few_shot"
@@ -449,6 +444,21 @@ def _grid_effects(key: tuple, members: list[HarnessResult], later: list[HarnessR
     row["permutation_p"], row["class_shift_p"], row["detectable_sd"] = instruction_tests(
         Y, classes, fit, n_perm=n_perm, n_power=n_power, seed=seed, key=key, power_rng=rng_for(seed, "harness-power", *key))
     return row, card, grid_scores, ((ids_of(members), got.drawn, instruction_ok) if got is not None else None)
+
+
+def _stock_facts(key: tuple, members: list[HarnessResult], Y: np.ndarray, targets: dict[int, str | None],
+                 stock_row: int | None, chance_out: dict | None, seconds_out: dict | None) -> dict[str, Any]:
+    """What the verdict asks of a grid beside its tests: its stock score's chance test (``chance_out[key]``,
+    and the effects row's columns it returns) and its wall seconds per cell (``seconds_out[key]``, where
+    every variant's results file records its time)."""
+    if seconds_out is not None and all(math.isfinite(r.seconds) for r in members) and Y.shape[1]:
+        seconds_out[key] = float(np.mean([r.seconds for r in members])) / Y.shape[1]
+    if stock_row is None or not np.isfinite(Y[stock_row]).all():
+        return {}
+    found = stock_chance(members[stock_row], Y[stock_row], targets, members[0].output_type)
+    if chance_out is not None:
+        chance_out[key] = found
+    return {"chance": found.rate, "chance_p": found.p_value, "chance_state": found.state}
 
 
 def ids_of(members: Sequence[HarnessResult]) -> list[str]:
