@@ -302,8 +302,10 @@ class Sweep:
                       f"settings {', '.join(skipped_settings)} are not planned for them")
         zero_shot_only = [t for t in self.task_names if get_spec(t).kind in ("ii", "ni")]
         if self.task_names and not plan and zero_shot_only and "zero_shot" not in self.prof.settings:
+            why = ("its header carries its examples" if get_spec(zero_shot_only[0]).kind == "ni"
+                   else "the original protocol's execution accuracy")
             raise UserError(f"--settings {','.join(self.prof.settings)} plans no variant: {zero_shot_only[0]} is zero-shot "
-                            "only (its header carries its examples); add zero_shot to --settings")
+                            f"only ({why}); add zero_shot to --settings")
         self.announce_ni(plan, skipped_settings)
         self.model_meta = {k: self.args_dict[k] for k in MODEL_ARG_KEYS if k in self.args_dict}
         self.run_fp = run_fingerprint(self.o.model, self.args_dict, self.task_names, self.data_dir)  # also: every data file exists
