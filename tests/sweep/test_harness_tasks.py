@@ -24,6 +24,8 @@ from instructeval_tasks.sweep import run_sweep
 from instructeval_tasks.sweep.budget import Budget
 from instructeval_tasks.sweep.store import SweepStoreError
 
+from harness_outputs import _entries, _same_answers, _samples
+
 GSM8K_ROWS = [
     {"question": f"Tom has {a} apples and buys {b} more. How many apples does he have?",
      "answer": f"Tom has {a} + {b} = {a + b} apples.\n#### {a + b}"}
@@ -57,34 +59,6 @@ def harness_sweep(tiny_model_dir, harness_data, tmp_path_factory):
                        data_dir=str(harness_data), device="cpu", progress=False,
                        harness_tasks="hellaswag:2,gsm8k:2,bbh_fewshot_navigate")
     return out, report
-
-
-def _entries(out: Path) -> dict[str, dict]:
-    found = {}
-    for path in sorted(out.rglob("results_*.json")):
-        data = json.loads(path.read_text())
-        for name, result in data["results"].items():
-            found[name] = {"meta": data["configs"][name]["metadata"], "result": result}
-    return found
-
-
-def _samples(out: Path, name: str) -> dict[int, dict]:
-    (path,) = sorted(out.rglob(f"samples_{name}_[0-9]*.jsonl"))
-    rows = [json.loads(line) for line in path.read_text().splitlines()]
-    return {(r["doc_id"], r["filter"]): r for r in rows}
-
-
-def _same_answers(a: object, b: object) -> bool:
-    """Logged responses equal, log-likelihoods (strings of floats) to a relative 1e-5."""
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(_same_answers(x, y) for x, y in zip(a, b))
-    if isinstance(a, str) and isinstance(b, str) and a != b:
-        try:
-            x, y = float(a), float(b)
-        except ValueError:
-            return False
-        return abs(x - y) <= 1e-5 * max(abs(x), abs(y), 1.0)
-    return a == b
 
 
 def test_same_answers_allows_float_rounding_only():
@@ -129,7 +103,7 @@ def test_local_data_names_what_is_missing(harness_data, tmp_path):
     with pytest.raises(LocalDataError, match=r"the folder --data-dir needs: .*boolq"):
         local_splits("boolq", stock_task_config("boolq"), str(tmp_path))
     with pytest.raises(LocalDataError, match="no local copy of its dataset"):
-        local_splits("arc_easy", stock_task_config("arc_easy"), str(harness_data))
+        local_splits("sciq", stock_task_config("sciq"), str(harness_data))
     rows, record = local_splits("gsm8k", stock_task_config("gsm8k"), str(harness_data))
     assert [len(rows[s]) for s in ("train", "test")] == [6, 4] and set(record["files"]) == {"train", "test"}
 
