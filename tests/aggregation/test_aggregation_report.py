@@ -116,6 +116,7 @@ def test_registry_patterns_and_user_override(tmp_path):
         "HuggingFaceTB/SmolLM2-360M": ("SmolLM", None),
         "gemma-3-270m": ("Gemma", 0.268),
         "Qwen2.5-Coder-0.5B-Instruct": ("Qwen", 0.494),
+        "models/qwen2.5-coder-1.5b-instruct": ("Qwen", 1.544),
     }
     for name, (family, params) in cases.items():
         entry = registry.match([name], user=False)
