@@ -89,11 +89,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Run the command; returns the exit status. User errors raise :class:`AggregationError`."""
-    from .issues import AggregationError, IssueLog
-    from .loading import load_runs
+    from .issues import AggregationError
     from .output_dir import check_out_dir
-    from .pipeline import AggregateOptions, aggregate
+    from .pipeline import AggregateOptions
     from .report import write_report
+    from .sections import Inputs, collect
 
     options = AggregateOptions(
         metric=args.metric,
@@ -115,7 +115,6 @@ def run(args: argparse.Namespace) -> int:
     )
     from .budget_validity import check_table
     from .leaderboard_loading import parse_aliases
-    from .leaderboard_report import add_leaderboard
 
     check_table()  # $INSTRUCTEVAL_BUDGET_VALIDITY: a bad file is one line (exit 2) before any work
     try:
@@ -128,53 +127,69 @@ def run(args: argparse.Namespace) -> int:
         more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
         raise AggregationError(f"input path {missing[0]} does not exist{more}; give results_*.json files or folders")
     check_out_dir(args.out)
+    inputs = Inputs(tuple(args.paths), harness_metric=getattr(args, "harness_metric", None),
+                    leaderboard_map=getattr(args, "leaderboard_map", None), aliases=aliases)
     try:
-        runset = load_runs(args.paths, strict=args.strict, samples=not args.no_samples)
-        from .harness_effects import load_harness_results
-        from .harness_report import add_harness
-
-        harness_log = IssueLog()  # the results files are read once for both (--harness-tasks variants)
-        harness_results = load_harness_results(args.paths, harness_log, samples=not args.no_samples,
-                                               metric=getattr(args, "harness_metric", None))
-        _check_harness_metric(getattr(args, "harness_metric", None), harness_results)
-        from .ni_report import build_ni_report, load_ni_results
-
-        ni_variants = load_ni_results(args.paths, harness_log, samples=not args.no_samples)  # ni_report
-        result = aggregate(runset, options, allow_empty=bool(harness_results) or bool(ni_variants))
-        if result.variants is not None and not result.variants.empty:
-            add_leaderboard(result, runset, args.paths, leaderboard_map=getattr(args, "leaderboard_map", None), aliases=aliases)
-        if harness_results:
-            add_harness(result, harness_results, harness_log)
-        elif ni_variants:  # its issues (a variant without samples) join the report's
-            result.issues = sorted([*result.issues, *harness_log.sorted()], key=lambda i: i.sort_key())
-        ni = build_ni_report(ni_variants, seed=options.seed, n_boot=options.n_boot, level=options.ci_level) if ni_variants else None
+        result = collect(inputs, options)
     except AggregationError as err:
         if not err.issues:
             raise
         for issue in err.issues:  # the details, one per line, then the one-line error
             print(str(issue), file=sys.stderr)
         raise AggregationError(str(err).splitlines()[0].rstrip(":") + " (listed above); nothing written") from None
-    result.ni = ni
     try:
         written = write_report(result, args.out, plots=not args.no_plots)
     except OSError as err:
         print(f"instructeval: error: writing the report failed ({err}); {args.out} is unchanged", file=sys.stderr)
         return EXIT_FAILED
+    return _tell(result, written, args)
+
+
+def _tell(result, written: dict, args: argparse.Namespace) -> int:
+    """The terminal's account of a written report: the answer first (the verdicts, then each section's
+    answer lines), the issues on stderr, the sections' summaries, then where it all went."""
+    from .sections import SECTIONS
     from .verdict import verdicts_of
 
-    for line in verdicts_of(result).lines():  # the answer first: one verdict per (model, task, setting), then pairs
+    for line in verdicts_of(result).lines():  # one verdict per (model, task, setting), then pairs
         print(line)
-    if ni is not None:  # the Natural Instructions tasks: their own tables file
-        from .ni_report import summary_lines as ni_lines, write_ni_report
-
-        write_ni_report(ni, args.out, decimals=options.decimals)
-        for line in ni_lines(ni):
-            print(line)
+    _print_lines(result, "answer")
     sys.stdout.flush()  # before the issues on stderr, on a terminal that shows both
     errors = [i for i in result.issues if i.level == "error"]
     warnings = [i for i in result.issues if i.level == "warning"]
     for issue in errors + warnings:
         print(str(issue), file=sys.stderr)
+    _print_plan_notes(result)
+    _print_lines(result, "summary")
+    if getattr(args, "write_back", False):
+        from .sensitivity_report import write_back
+
+        back, problems = write_back(result)
+        for problem in problems:
+            print(f"instructeval: warning: {problem}", file=sys.stderr)
+        if back:
+            print(f"wrote the sensitivity cards beside the results: {', '.join(back)}")
+    phrases = ([f"{len(result.tables)} tables"] if result.tables else []) + \
+        [p for p in (s.tables_phrase(result) for s in SECTIONS) if p]
+    print(
+        f"wrote {' and '.join(phrases) or '0 tables'}, {len(written['plots'])} figures and "
+        f"{os.path.join(args.out, 'report.html')} "  # as --out was given
+        f"({len(errors)} error(s), {len(warnings)} warning(s))"
+    )
+    return EXIT_INPUT_DROPPED if errors else EXIT_OK
+
+
+def _print_lines(result, phase: str) -> None:
+    from .sections import SECTIONS
+
+    for section in SECTIONS:
+        if section.phase == phase:
+            for line in section.lines(result):
+                print(line)
+
+
+def _print_plan_notes(result) -> None:
+    """``sweep.json`` files among the inputs: one note for one, one line naming a few for several."""
     plans = [i for i in result.issues if i.code == "sweep-plan"]
     if len(plans) == 1:
         print(str(plans[0]), file=sys.stderr)
@@ -183,43 +198,6 @@ def run(args: argparse.Namespace) -> int:
         shown = ", ".join(files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
         print(f"note [sweep-plan] {len(files)} sweep.json files skipped ({shown}): the plan instructeval run writes "
               "beside its results, not a results file", file=sys.stderr)
-    from .sensitivity_report import summary_lines, write_back
-
-    for line in summary_lines(result.cards):
-        print(line)
-    if getattr(args, "write_back", False):
-        back, problems = write_back(result)
-        for problem in problems:
-            print(f"instructeval: warning: {problem}", file=sys.stderr)
-        if back:
-            print(f"wrote the sensitivity cards beside the results: {', '.join(back)}")
-    tables = f"{len(result.tables)} tables"
-    if getattr(result, "harness", None) is not None:  # lm-eval's own tasks, instructed: their own tables file
-        harness = "the harness-task tables (tables/harness_effects.md)"
-        tables = f"{tables} and {harness}" if result.tables else harness
-    if ni is not None:
-        what = "the Natural Instructions tables (tables/natural_instructions.md)"
-        tables = f"{tables} and {what}" if result.tables or getattr(result, "harness", None) is not None else what
-    print(
-        f"wrote {tables}, {len(written['plots'])} figures and {os.path.join(args.out, 'report.html')} "  # as --out was given
-        f"({len(errors)} error(s), {len(warnings)} warning(s))"
-    )
-    return EXIT_INPUT_DROPPED if errors else EXIT_OK
-
-
-def _check_harness_metric(metric: str | None, results) -> None:
-    """``--harness-metric NAME`` that no harness variant reports would do nothing: an error naming those reported."""
-    if metric is None:
-        return
-    from .issues import AggregationError
-
-    reported = sorted({r.metric.split(",")[0] for r in results})
-    if not results:
-        raise AggregationError(f"--harness-metric {metric}: the inputs hold no harness-task results (--harness-tasks "
-                               "variants); drop it")
-    if metric not in reported:
-        raise AggregationError(f"--harness-metric {metric}: no harness variant reports it; they report "
-                               f"{', '.join(reported)} (the first metric of each where the named one is missing)")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -22,16 +22,13 @@ from .issues import IssueLog
 
 
 def add_harness(aggregates, results: list, log: IssueLog) -> None:
-    """Compute the section from ``results`` (``load_harness_results``; its problems in ``log``) and attach
-    it (and its sensitivity cards) to ``aggregates``."""
+    """Compute the section from ``results`` (``load_harness_results``) and attach it (and its sensitivity
+    cards) to ``aggregates``; its problems go into ``log`` (``sections.collect`` joins them to the report's)."""
     opts = aggregates.options
     effects = harness_effects(results, log, n_boot=opts.n_boot, level=opts.ci_level, seed=opts.seed)
     aggregates.harness = effects
     if effects is not None:
         aggregates.cards = list(aggregates.cards) + effects.cards
-    merged = IssueLog()
-    merged.extend(list(aggregates.issues) + list(log.items))
-    aggregates.issues = merged.sorted()
 
 
 def _percent(value: Any) -> str:

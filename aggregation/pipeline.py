@@ -139,20 +139,20 @@ class Aggregates:
     cards: list = field(default_factory=list)  # sensitivity_card.SensitivityCard per (model, task, setting)
     harness: Any = None  # a harness_effects.HarnessEffects when the inputs hold --harness-tasks results
     ni: Any = None  # an ni_report.NIReport when the inputs hold Natural Instructions variants
+    runset: Any = field(default=None, repr=False)  # the RunSet aggregated (sections.collect: the leaderboard's)
+    plot_note: str = ""  # why the report has no figures, where it has none (set by the report writer)
 
     def table(self, name: str) -> pd.DataFrame:
         """The numeric frame of one table (e.g. ``"gain_few_shot"``)."""
         return self.tables[name].frame
 
     def summary(self) -> dict[str, Any]:
-        """JSON-ready summary: options (with the seed), counts, issues, runs (and the leaderboard comparison)."""
+        """JSON-ready summary: options (with the seed), counts, issues, runs, and each section's part."""
+        from .sections import SECTIONS
+
         out = self._summary()
-        if self.leaderboard is not None:
-            out["leaderboard"] = self.leaderboard.summary()
-        if self.budget is not None:
-            out["budget"] = self.budget.summary()
-        if self.harness is not None:
-            out["harness"] = self.harness.summary()
+        for section in SECTIONS:
+            out.update(section.summary(self))
         return out
 
     def _summary(self) -> dict[str, Any]:
@@ -191,7 +191,7 @@ def empty_aggregates(options: AggregateOptions, runset: RunSet, issues: IssueLog
 
     empty = pd.DataFrame
     return Aggregates(
-        options=options, runs=list(runset.runs), issues=issues.sorted(), variants=empty(),
+        options=options, runs=list(runset.runs), issues=issues.sorted(), variants=empty(), runset=runset,
         metric_choice=empty(columns=["model", "task", "metric"]), models=empty(columns=["model"]),
         instructions=empty(columns=INSTRUCTION_COLUMNS), baselines=empty(columns=["status"]), gains=empty(),
         cells=empty(columns=["kind", "metric", "task", "method", "value", "n_models", "n_instructions", "ci_low", "ci_high"]),
@@ -319,6 +319,7 @@ def aggregate(runset: RunSet, options: AggregateOptions | None = None, *, allow_
         samples_note=samples_note,
         item_matrices=matrices,
         budget=budget,
+        runset=runset,
     )
     result.cards = build_cards(result)
     if options.strict:

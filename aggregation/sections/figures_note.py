@@ -1,0 +1,16 @@
+"""Why the report has no figures, where it has none (``--no-plots``, or no matplotlib)."""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from . import Figures, Section
+
+
+class FiguresNoteSection(Section):
+    name = "figures_note"
+
+    def html(self, result: Any, figures: Figures) -> str:
+        note = getattr(result, "plot_note", "")
+        return f"<p class='note'>{html.escape(note)}</p>" if note else ""
