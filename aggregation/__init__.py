@@ -7,11 +7,14 @@ paired significance tests, wins, MaxP/AvgP and worst-case perturbation accuracy.
 
 Python API::
 
-    from instructeval_aggregation import load_runs, aggregate, write_report
-    runset = load_runs(["runs/"])                 # RunSet: variants, runs, issues
-    result = aggregate(runset, null_weight=5)     # Aggregates: pandas DataFrames + tables
+    from instructeval_aggregation import collect, write_report
+    result = collect(["runs/"], null_weight=5)    # Aggregates: every section, as instructeval aggregate
     result.table("gain_few_shot")                 # method x task, mean relative gain (%)
     write_report(result, "report/")               # tables/, data/, plots/, summary.json, report.html
+
+``collect`` loads the results once per section (``sections``: the nine tasks via ``load_runs`` and
+``aggregate``, then the leaderboard comparison, the harness tasks, the Natural Instructions tasks);
+``aggregate(load_runs(paths))`` alone gives the nine tasks' tables only.
 
 CLI: ``instructeval aggregate runs/ --out report/`` (see ``docs/aggregation.md``).
 
@@ -49,6 +52,7 @@ if TYPE_CHECKING:  # read on first use (``instructeval_tasks.lazy``): the packag
     from .pipeline import AggregateOptions, Aggregates, aggregate
     from .records import RunSet
     from .report import write_report
+    from .sections import collect
 
 __all__ = [
     "AggregateOptions",
@@ -57,6 +61,7 @@ __all__ = [
     "Issue",
     "RunSet",
     "aggregate",
+    "collect",
     "load_runs",
     "write_report",
 ]

@@ -288,3 +288,28 @@ def grid(
                 else:
                     out.append(SyntheticVariant(task, method, iid, setting, demo, order, correct=list(value)))
     return out
+
+
+HARNESS_STAMP = "2026-01-01T00-00-00.000000"
+
+
+def write_harness_run(folder: Path, model: str, task: str, per_instruction: dict[str, list[int]], *, shot: int = 0,
+           metric: str = "acc", filt: str = "none") -> None:
+    """A results file and samples logs in the layout ``instructeval run --harness-tasks`` writes."""
+    out = folder / model
+    out.mkdir(parents=True, exist_ok=True)
+    results, configs = {}, {}
+    for iid, correct in per_instruction.items():
+        name = f"{task}__{iid}"
+        results[name] = {"alias": name, f"{metric},{filt}": sum(correct) / len(correct), f"{metric}_stderr,{filt}": 0.1}
+        configs[name] = {"task": name, "metric_list": [{"metric": metric}], "metadata": {
+            "model_label": model,
+            "harness": {"task": task, "num_fewshot": shot, "method": "null" if iid == "null" else "generic",
+                        "instruction_id": iid, "instruction": "" if iid == "null" else f"text {iid}",
+                        "placement": "description", "test_ids": list(range(len(correct)))}}}
+        lines = [json.dumps({"doc_id": d, "filter": filt, metric: float(c), "target": "0",
+                             "filtered_resps": [["-1.0", "False"]]}) for d, c in enumerate(correct)]
+        (out / f"samples_{name}_{HARNESS_STAMP}.jsonl").write_text("\n".join(lines) + "\n")
+    (out / f"results_harness__{task}.json").write_text(json.dumps({
+        "results": results, "configs": configs, "config": {"model": "hf", "model_args": f"pretrained={model}"},
+        "versions": {}, "n-shot": {}}))

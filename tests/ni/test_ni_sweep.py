@@ -282,3 +282,32 @@ def test_a_truncated_ni_samples_file_names_its_line_and_exits_3(swept, tmp_path,
     assert aggregate_main([str(runs), "--out", str(tmp_path / "agg"), "--bootstrap", "20", "--no-plots"]) == 3
     (line,) = [x for x in capsys.readouterr().err.splitlines() if "[bad-samples]" in x]
     assert line.startswith("error [bad-samples]") and f"{target.name}: line 3:" in line
+
+
+def test_the_python_api_writes_what_the_cli_writes_on_nine_task_harness_and_ni_results(swept, tmp_path, capsys):
+    """``collect`` + ``write_report`` (the documented API) and ``instructeval aggregate`` give the same
+    files, byte for byte, on one folder holding the three kinds of results."""
+    import shutil
+
+    from instructeval_aggregation import collect, write_report
+    from instructeval_aggregation.testing import grid, write_harness_run, write_run
+
+    runs = tmp_path / "runs"
+    shutil.copytree(swept[0], runs / "ni")
+    variants = grid(["agnews"], [("null", "null"), ("generic", "generic-0"), ("generic", "generic-1")],
+                    lambda task, method, iid, *rest: [1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 1.0, 0.0],
+                    settings=("zero_shot",))
+    write_run(runs / "nine", "m1", variants)
+    write_harness_run(runs / "harness", "m1", "boolq", {"null": [1, 0, 1, 0, 1, 0, 1, 1],
+                                                        "generic-0": [1, 1, 1, 0, 1, 0, 0, 1]})
+    assert aggregate_main([str(runs), "--out", str(tmp_path / "cli"), "--bootstrap", "50", "--seed", "s"]) == 0
+    said = capsys.readouterr().out
+    write_report(collect([str(runs)], n_boot=50, seed="s"), tmp_path / "api")
+    cli_files = sorted(p.relative_to(tmp_path / "cli") for p in (tmp_path / "cli").rglob("*") if p.is_file())
+    api_files = sorted(p.relative_to(tmp_path / "api") for p in (tmp_path / "api").rglob("*") if p.is_file())
+    assert cli_files == api_files
+    assert {"tables/natural_instructions.md", "tables/harness_effects.md", "tables/gain_zero_shot.md",
+            "sensitivity/ni_card.json"} <= {str(p) for p in cli_files}
+    for rel in cli_files:
+        assert (tmp_path / "cli" / rel).read_bytes() == (tmp_path / "api" / rel).read_bytes(), rel
+    assert "the harness-task tables (tables/harness_effects.md) and the Natural Instructions tables" in said
