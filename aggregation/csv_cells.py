@@ -15,6 +15,7 @@ Example::
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pandas as pd
 
@@ -40,3 +41,11 @@ def safe_frame(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 __all__ = ["FORMULA_STARTS", "safe_frame", "safe_text"]
+
+
+def write_csv(frame: pd.DataFrame | None, path: Path) -> None:
+    """``frame`` as the report's CSV (cells made safe, six decimals, ``\\n`` line ends); nothing for None."""
+    if frame is None:
+        return
+    text = safe_frame(frame).to_csv(index=False, float_format="%.6f", lineterminator="\n")
+    path.write_text(text, encoding="utf-8", newline="\n")

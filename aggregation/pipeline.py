@@ -147,13 +147,9 @@ class Aggregates:
         return self.tables[name].frame
 
     def summary(self) -> dict[str, Any]:
-        """JSON-ready summary: options (with the seed), counts, issues, runs, and each section's part."""
-        from .sections import SECTIONS
-
-        out = self._summary()
-        for section in SECTIONS:
-            out.update(section.summary(self))
-        return out
+        """JSON-ready summary of the nine tasks' part: options (with the seed), counts, issues, runs
+        (``sections.summary_of`` adds every section's part: what ``summary.json`` holds)."""
+        return self._summary()
 
     def _summary(self) -> dict[str, Any]:
         return {

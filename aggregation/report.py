@@ -21,22 +21,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 
-from .csv_cells import safe_frame
+from .csv_cells import write_csv
 from .html_parts import frame_html, img
 from .output_dir import check_out_dir, staged_report_dir
 from .pipeline import Aggregates
-from .tables import to_markdown, write_table
 
+from .sections import summary_of
 from .sections.paper_tables import OWN_SECTION_PREFIXES, TABLE_SECTIONS, unsectioned_tables  # noqa: F401 (their old home)
-
-
-def _csv(frame: pd.DataFrame | None, path: Path) -> None:
-    if frame is None:
-        return
-    text = safe_frame(frame).to_csv(index=False, float_format="%.6f", lineterminator="\n")
-    path.write_text(text, encoding="utf-8", newline="\n")
 
 
 def write_report(aggregates: Aggregates, out_dir: str | Path, *, plots: bool = True) -> dict[str, Any]:
@@ -69,7 +61,7 @@ def _write_all(aggregates: Aggregates, out: Path, *, plots: bool) -> dict[str, A
     written_tables: list[str] = []
     for section in SECTIONS:
         written_tables += section.files(aggregates, out)
-    summary = aggregates.summary()
+    summary = summary_of(aggregates)
     if verdicts.lines():
         summary["verdicts"] = verdicts.lines()
     plot_paths, plot_note = _draw(aggregates, out / "plots", plots)
@@ -83,27 +75,12 @@ def _write_all(aggregates: Aggregates, out: Path, *, plots: bool) -> dict[str, A
     return {"tables": written_tables, "plots": [str(p) for p in plot_paths], "report": str(report)}
 
 
-def write_paper_files(aggregates: Aggregates, out: Path) -> list[str]:
-    """The nine tasks' tables (``tables/``: Markdown, CSV, LaTeX, and ``tables.md``) and frames (``data/``)."""
-    tables_dir, data_dir = out / "tables", out / "data"
-    written_tables = []
-    for name in aggregates.tables:
-        written_tables += write_table(aggregates.tables[name], tables_dir)
-    combined = "\n".join(to_markdown(aggregates.tables[n]) for n in aggregates.tables)
-    (tables_dir / "tables.md").write_text(combined, encoding="utf-8", newline="\n")
-    # a variant's wall time prices a design (verdict), it is not a result: the file stays the same run to run
-    _csv(aggregates.variants.drop(columns=["seconds"], errors="ignore"), data_dir / "variants.csv")
-    for name in ("instructions", "baselines", "gains", "cells", "models", "metric_choice", "wins", "ci", "significance"):
-        _csv(getattr(aggregates, name), data_dir / f"{name}.csv")
-    return written_tables
-
-
 def _write_verdicts(verdicts: Any, out: Path) -> None:
     if verdicts.lines():
         (out / "tables" / "verdicts.md").write_text("# Verdict\n\n" + "".join(f"- {line}\n" for line in verdicts.lines()),
                                                    encoding="utf-8", newline="\n")
-        _csv(verdicts.frame(), out / "data" / "verdicts.csv")
-        _csv(verdicts.pair_frame(), out / "data" / "verdict_pairs.csv")
+        write_csv(verdicts.frame(), out / "data" / "verdicts.csv")
+        write_csv(verdicts.pair_frame(), out / "data" / "verdict_pairs.csv")
 
 
 def _draw(aggregates: Aggregates, folder: Path, plots: bool) -> tuple[list[Path], str]:
@@ -149,7 +126,7 @@ def render_html(aggregates: Aggregates, plot_paths: list[Path], plot_note: str =
     from .sections import SECTIONS, Figures
 
     opts = aggregates.options
-    summary = aggregates.summary()
+    summary = summary_of(aggregates)
     aggregates.plot_note = plot_note
     figures = Figures({p.stem: p for p in plot_paths if p.suffix == ".svg"}, img, frame_html)
     parts = [

@@ -43,9 +43,9 @@ from budget_validation import git_stamp, page_command  # noqa: E402
 from instructeval_aggregation.chance import ABOVE_P, ABOVE, FLOOR, chance_of  # noqa: E402
 
 STUDY = ROOT / "docs" / "leaderboard_study"
-#: (label, ``prepare-model`` name), smallest first (the order the runs go in)
-MODELS = (("smollm2", "smollm2-135m-instruct"), ("gemma3", "gemma3-270m"), ("qwen", "qwen2.5-coder-0.5b-instruct"),
-          ("qwen15", "qwen2.5-coder-1.5b-instruct"))
+#: the folders under ``--models-dir`` (``instructeval prepare-model NAME --out DIR/LABEL``: SmolLM2-135M-Instruct,
+#: Gemma 3 270M, Qwen2.5-Coder-0.5B-Instruct, Qwen2.5-Coder-1.5B-Instruct), smallest first (the order the runs go in)
+MODELS = ("smollm2", "gemma3", "qwen", "qwen15")
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ SUITE = (
 
 def run_all(models_dir: Path, data_dir: Path, out: Path, only: list[str]) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    for label, _ in MODELS:
+    for label in MODELS:
         if only and label not in only:
             continue
         for cell in SUITE:
@@ -161,7 +161,7 @@ def write_page(out: Path, argv: list[str]) -> Path:
     costs = _costs(out)
     rows, pending = [], []
     for cell in SUITE:
-        for label, _ in MODELS:
+        for label in MODELS:
             found = screen(cell, label, out)
             if found is None:
                 pending.append(f"{label} {cell.name}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
-from . import Figures, Section
+from .base import Figures, Section
 
 
 class BudgetSection(Section):

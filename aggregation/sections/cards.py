@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from . import Figures, Section
+from .base import Figures, Section
 
 
 class CardsSection(Section):

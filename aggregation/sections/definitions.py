@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from . import Figures, Section
+from .base import Figures, Section
 
 
 class DefinitionsSection(Section):

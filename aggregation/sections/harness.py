@@ -6,7 +6,7 @@ import html
 from pathlib import Path
 from typing import Any, Mapping
 
-from . import Figures, Inputs, Section
+from .base import Figures, Inputs, Section
 
 
 class HarnessSection(Section):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
-from . import Figures, Inputs, Section
+from .base import Figures, Inputs, Section
 
 
 class LeaderboardSection(Section):

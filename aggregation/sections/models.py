@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import Figures, Section
+from .base import Figures, Section
 
 
 class ModelsSection(Section):

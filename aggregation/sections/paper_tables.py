@@ -7,7 +7,7 @@ import html
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from . import Figures, Section
+from .base import Figures, Section
 
 TABLE_SECTIONS = (
     ("Mean relative gain (paper Table 5)", ("gain_",)),
@@ -34,14 +34,31 @@ def unsectioned_tables(names: Iterable[str]) -> list[str]:
     return sorted(n for n in names if not n.startswith(prefixes))
 
 
+def write_paper_files(aggregates: Any, out: Path) -> list[str]:
+    """The nine tasks' tables (``tables/``: Markdown, CSV, LaTeX, and ``tables.md``) and frames (``data/``)."""
+    from ..csv_cells import write_csv
+    from ..tables import to_markdown, write_table
+
+    tables_dir, data_dir = out / "tables", out / "data"
+    written_tables = []
+    for name in aggregates.tables:
+        written_tables += write_table(aggregates.tables[name], tables_dir)
+    combined = "\n".join(to_markdown(aggregates.tables[n]) for n in aggregates.tables)
+    (tables_dir / "tables.md").write_text(combined, encoding="utf-8", newline="\n")
+    # a variant's wall time prices a design (verdict), it is not a result: the file stays the same run to run
+    write_csv(aggregates.variants.drop(columns=["seconds"], errors="ignore"), data_dir / "variants.csv")
+    for name in ("instructions", "baselines", "gains", "cells", "models", "metric_choice", "wins", "ci", "significance"):
+        write_csv(getattr(aggregates, name), data_dir / f"{name}.csv")
+    return written_tables
+
+
+
 class PaperTablesSection(Section):
     """The nine tasks' tables: their Markdown/CSV/LaTeX files, figures, overview and HTML groups."""
 
     name = "paper_tables"
 
     def files(self, result: Any, out: Path) -> list[str]:
-        from ..report import write_paper_files
-
         return write_paper_files(result, out)
 
     def plots(self, result: Any, folder: Path) -> list[Path]:

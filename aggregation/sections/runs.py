@@ -7,7 +7,7 @@ from typing import Any
 
 import pandas as pd
 
-from . import Figures, Section
+from .base import Figures, Section
 
 
 class RunsSection(Section):

@@ -71,3 +71,16 @@ def test_sections_have_unique_names_and_keep_their_order():
     assert names[0] == "paper_tables" and names[-1] == "definitions" and len(set(names)) == len(names)
     with pytest.raises(ValueError, match="not yet registered"):
         SECTIONS.register(ToyCount.__new__(type("Again", (Section,), {"name": "models"})))
+
+
+def test_the_sections_docstring_examples_hold():
+    import doctest
+
+    import instructeval_aggregation.html_parts as html_parts
+    import instructeval_aggregation.sections as sections
+    import instructeval_aggregation.sections.paper_tables as paper_tables
+
+    for module in (sections, paper_tables, html_parts):
+        failed, tried = doctest.testmod(module)
+        assert tried and not failed, module.__name__
+    assert "note" not in SECTIONS.names()
