@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-import instructeval_aggregation.report as report_module
+import instructeval_aggregation.csv_cells as csv_cells
 from instructeval_aggregation import aggregate, load_runs, write_report
 from instructeval_aggregation.issues import AggregationError
 from instructeval_aggregation.output_dir import check_out_dir
@@ -42,7 +42,7 @@ def test_failed_write_keeps_the_previous_report(tmp_path, monkeypatch, capsys):
     assert cli_main(["aggregate", str(small_runs(tmp_path / "old")), "--out", str(out), "--bootstrap", "0", "--no-plots"]) == 0
     before = tree(out)
     calls = {"n": 0}
-    real_csv = report_module._csv
+    real_csv = csv_cells.write_csv
 
     def csv_then_full_disk(frame, path):
         calls["n"] += 1
@@ -50,7 +50,7 @@ def test_failed_write_keeps_the_previous_report(tmp_path, monkeypatch, capsys):
             raise OSError(errno.ENOSPC, "No space left on device", str(path))
         real_csv(frame, path)
 
-    monkeypatch.setattr(report_module, "_csv", csv_then_full_disk)
+    monkeypatch.setattr(csv_cells, "write_csv", csv_then_full_disk)  # the nine tasks' data files
     capsys.readouterr()
     new_runs = small_runs(tmp_path / "new", shift=0.2)
     assert cli_main(["aggregate", str(new_runs), "--out", str(out), "--bootstrap", "0", "--no-plots"]) == 1
@@ -59,7 +59,7 @@ def test_failed_write_keeps_the_previous_report(tmp_path, monkeypatch, capsys):
     assert calls["n"] == 4
     assert tree(out) == before  # old report.html and old CSVs, nothing new beside them
     assert siblings(out) == []
-    monkeypatch.setattr(report_module, "_csv", real_csv)
+    monkeypatch.setattr(csv_cells, "write_csv", real_csv)
     assert cli_main(["aggregate", str(new_runs), "--out", str(out), "--bootstrap", "0", "--no-plots"]) == 0
     after = tree(out)
     assert after.keys() == before.keys() and after["data/gains.csv"] != before["data/gains.csv"]
