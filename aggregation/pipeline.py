@@ -140,7 +140,6 @@ class Aggregates:
     harness: Any = None  # a harness_effects.HarnessEffects when the inputs hold --harness-tasks results
     ni: Any = None  # an ni_report.NIReport when the inputs hold Natural Instructions variants
     runset: Any = field(default=None, repr=False)  # the RunSet aggregated (sections.collect: the leaderboard's)
-    plot_note: str = ""  # why the report has no figures, where it has none (set by the report writer)
 
     def table(self, name: str) -> pd.DataFrame:
         """The numeric frame of one table (e.g. ``"gain_few_shot"``)."""

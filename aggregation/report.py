@@ -26,7 +26,6 @@ from .csv_cells import write_csv
 from .html_parts import frame_html, img
 from .output_dir import check_out_dir, staged_report_dir
 from .pipeline import Aggregates
-
 from .sections import summary_of
 from .sections.paper_tables import OWN_SECTION_PREFIXES, TABLE_SECTIONS, unsectioned_tables  # noqa: F401 (their old home)
 
@@ -65,7 +64,6 @@ def _write_all(aggregates: Aggregates, out: Path, *, plots: bool) -> dict[str, A
     if verdicts.lines():
         summary["verdicts"] = verdicts.lines()
     plot_paths, plot_note = _draw(aggregates, out / "plots", plots)
-    aggregates.plot_note = plot_note
     summary["plots"] = sorted(p.name for p in plot_paths)
     if plot_note:
         summary["plots_note"] = plot_note
@@ -127,8 +125,7 @@ def render_html(aggregates: Aggregates, plot_paths: list[Path], plot_note: str =
 
     opts = aggregates.options
     summary = summary_of(aggregates)
-    aggregates.plot_note = plot_note
-    figures = Figures({p.stem: p for p in plot_paths if p.suffix == ".svg"}, img, frame_html)
+    figures = Figures({p.stem: p for p in plot_paths if p.suffix == ".svg"}, img, frame_html, plot_note)
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
         "<title>InstructEval aggregate report</title>",

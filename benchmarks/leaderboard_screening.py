@@ -85,7 +85,7 @@ def run_all(models_dir: Path, data_dir: Path, out: Path, only: list[str]) -> Non
         if only and label not in only:
             continue
         for cell in SUITE:
-            if not _finished(out, label, cell):
+            if not _finished(_costs(out), label, cell):  # read again: each run appends to it
                 _run_one(models_dir / label, label, cell, data_dir, out / cell.name, out)
 
 
@@ -116,19 +116,19 @@ def _costs(out: Path) -> dict[tuple[str, str], list[dict]]:
     return found
 
 
-def _finished(out: Path, label: str, cell: Cell) -> bool:
+def _finished(costs: dict[tuple[str, str], list[dict]], label: str, cell: Cell) -> bool:
     """Whether an attempt at the cell ran to its end (a group's run writes its subjects one by one)."""
-    return any(a["rc"] == 0 for a in _costs(out).get((label, cell.name), []))
+    return any(a["rc"] == 0 for a in costs.get((label, cell.name), []))
 
 
-def screen(cell: Cell, label: str, out: Path) -> dict | None:
+def screen(cell: Cell, label: str, out: Path, costs: dict[tuple[str, str], list[dict]]) -> dict | None:
     """The cell's stock score, SE, chance test and requests; None where it has not finished."""
     from instructeval_aggregation.harness_effects import load_harness_results, stock_answers
     from instructeval_aggregation.issues import IssueLog
     from instructeval_aggregation.samples import read_sample_targets
 
     folder = out / cell.name / label
-    if not _finished(out, label, cell):
+    if not _finished(costs, label, cell):
         return None
     results = [r for r in load_harness_results([str(folder)], IssueLog(), metric=cell.metric) if r.method == "null"]
     ys, gold, said, requests = [], [], [], 0
@@ -162,7 +162,7 @@ def write_page(out: Path, argv: list[str]) -> Path:
     rows, pending = [], []
     for cell in SUITE:
         for label in MODELS:
-            found = screen(cell, label, out)
+            found = screen(cell, label, out, costs)
             if found is None:
                 pending.append(f"{label} {cell.name}")
                 continue

@@ -19,11 +19,12 @@ class Inputs:
 
 @dataclass(frozen=True)
 class Figures:
-    """The drawn figures by stem, and the helpers that inline a figure or draw a frame as a table."""
+    """The drawn figures by stem (or why there are none), and the helpers that inline a figure or draw a frame as a table."""
 
     by_stem: Mapping[str, Path]
     img: Callable[[Path], str]
     frame_html: Callable[..., str]
+    note: str = ""  # why there are none, where there are none (--no-plots, or no matplotlib)
 
 
 class Section:

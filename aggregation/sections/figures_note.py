@@ -12,5 +12,4 @@ class FiguresNoteSection(Section):
     name = "figures_note"
 
     def html(self, result: Any, figures: Figures) -> str:
-        note = getattr(result, "plot_note", "")
-        return f"<p class='note'>{html.escape(note)}</p>" if note else ""
+        return f"<p class='note'>{html.escape(figures.note)}</p>" if figures.note else ""

@@ -84,3 +84,13 @@ def test_the_sections_docstring_examples_hold():
         failed, tried = doctest.testmod(module)
         assert tried and not failed, module.__name__
     assert "note" not in SECTIONS.names()
+
+
+def test_a_report_without_figures_says_why_where_the_figures_would_be(tmp_path):
+    variants = grid(["agnews"], [("null", "null"), ("generic", "generic-0")], lambda *a: [1.0, 0.0, 1.0, 1.0],
+                    settings=("zero_shot",))
+    write_run(tmp_path / "runs", "m1", variants)
+    assert aggregate_main([str(tmp_path / "runs"), "--out", str(tmp_path / "out"), "--bootstrap", "0", "--no-plots"]) == 0
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert page.index("<p class='note'>plots skipped (--no-plots)</p>") < page.index("<h2>Models</h2>")
+    assert json.loads((tmp_path / "out" / "summary.json").read_text())["plots_note"] == "plots skipped (--no-plots)"
